@@ -1,0 +1,46 @@
+# lockwarden: keeps restic repositories free of stale locks.
+# `make help` lists the targets.
+
+CARGO ?= cargo
+# Tests and the demo use release builds: the policy runtime compiles
+# WebAssembly with cranelift, which is slow unoptimized.
+PROFILE_FLAGS := --release
+BIN := target/release/lockwarden
+
+.PHONY: help setup build test lint bench demo clean
+
+help: ## List the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+
+setup: ## Add the wasm32-wasip2 target; install restic and rclone (as root, via apt-get)
+	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+	@missing=""; \
+	for tool in restic rclone; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing$$missing with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing >/dev/null; \
+	  else \
+	    echo "missing:$$missing; install them (e.g. sudo apt-get install$$missing) and run make again" >&2; exit 1; \
+	  fi; \
+	fi
+
+build: setup ## Build the policy component and the lockwarden binary (release)
+	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden
+
+test: setup ## Build everything, the test guests too, and run all tests
+	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden
+	$(CARGO) test $(PROFILE_FLAGS) --workspace
+
+lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-wasip2
+	$(CARGO) fmt --all -- --check
+	$(CARGO) fmt --all --manifest-path tests/guests/Cargo.toml -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p lockwarden-policy --target wasm32-wasip2 -- -D warnings
+	$(CARGO) clippy --manifest-path tests/guests/Cargo.toml --workspace --target wasm32-wasip2 -- -D warnings
+
+demo: build ## Run lockwarden on a built-in example
+	./scripts/demo.sh $(BIN)
+
+clean: ## Remove build outputs
+	$(CARGO) clean

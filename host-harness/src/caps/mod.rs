@@ -1,0 +1,32 @@
+//! What the host gives a policy: the time, evidence about lock holders, and a
+//! log. Policies see none of the machine except through these.
+
+mod recorded;
+
+pub use recorded::Recorded;
+
+use crate::contract::Liveness;
+
+/// Evidence about lock holders, served to a policy through the
+/// `lockwarden:policy/liveness` import.
+pub trait Evidence: Send + Sync {
+    /// This machine's hostname, if known.
+    fn local_hostname(&self) -> Option<String>;
+    /// Whether process `pid` on `hostname`, which wrote a lock at `since`
+    /// (ns since the epoch), still exists.
+    fn process(&self, hostname: &str, pid: i64, since: i64) -> Liveness;
+    /// Whether the host `hostname`, which wrote a lock at `since`, still exists.
+    fn host(&self, hostname: &str, since: i64) -> Liveness;
+}
+
+/// The level of a message a policy logs.
+pub use crate::contract::lockwarden::policy::log::Level as LogLevel;
+
+/// One message a policy logged during an evaluation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    /// How important it is.
+    pub level: LogLevel,
+    /// What the policy said (truncated to a sane length).
+    pub message: String,
+}

@@ -1,0 +1,83 @@
+//! Evidence recorded in a request file (`policy eval`): answers looked up by
+//! the question the policy asks.
+
+use std::collections::HashMap;
+
+use super::Evidence;
+use crate::contract::Liveness;
+
+/// Answers to `process` and `host` questions, as recorded.
+#[derive(Debug, Default, Clone)]
+pub struct Recorded {
+    local_hostname: Option<String>,
+    process: HashMap<(String, i64, i64), Liveness>,
+    host: HashMap<(String, i64), Liveness>,
+}
+
+impl Recorded {
+    /// Evidence with this local hostname and no answers yet.
+    pub fn new(local_hostname: Option<String>) -> Self {
+        Recorded {
+            local_hostname,
+            ..Recorded::default()
+        }
+    }
+
+    /// Records the answers about the holder of a lock written by `pid` on
+    /// `hostname` at `since`. Where two locks ask the same question with
+    /// different answers, the safer one wins (alive over unknown over dead).
+    pub fn insert(
+        &mut self,
+        hostname: &str,
+        pid: i64,
+        since: i64,
+        process: Liveness,
+        host: Liveness,
+    ) {
+        merge(
+            self.process.entry((hostname.to_owned(), pid, since)),
+            process,
+        );
+        merge(self.host.entry((hostname.to_owned(), since)), host);
+    }
+}
+
+fn merge<K>(slot: std::collections::hash_map::Entry<'_, K, Liveness>, answer: Liveness) {
+    slot.and_modify(|old| {
+        if safety(&answer) > safety(old) {
+            *old = answer.clone();
+        }
+    })
+    .or_insert(answer);
+}
+
+/// How safe an answer is to act on: higher keeps more locks.
+fn safety(answer: &Liveness) -> u8 {
+    match answer {
+        Liveness::Dead(_) => 0,
+        Liveness::Unknown(_) => 1,
+        Liveness::Alive(_) => 2,
+    }
+}
+
+fn not_recorded() -> Liveness {
+    Liveness::Unknown("no answer recorded".into())
+}
+
+impl Evidence for Recorded {
+    fn local_hostname(&self) -> Option<String> {
+        self.local_hostname.clone()
+    }
+    fn process(&self, hostname: &str, pid: i64, since: i64) -> Liveness {
+        self.process
+            .get(&(hostname.to_owned(), pid, since))
+            .cloned()
+            .unwrap_or_else(not_recorded)
+    }
+    fn host(&self, hostname: &str, since: i64) -> Liveness {
+        self.host
+            .get(&(hostname.to_owned(), since))
+            .cloned()
+            .unwrap_or_else(not_recorded)
+    }
+}

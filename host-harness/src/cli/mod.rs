@@ -1,0 +1,143 @@
+//! Command-line interface: one file per subcommand.
+
+mod policy;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use lockwarden::plugin::{ArtifactCache, Limits, PluginError, Policy, Runtime};
+
+/// Exit codes, documented in the README.
+pub mod code {
+    /// Something failed; nothing was removed.
+    pub const ERROR: u8 = 1;
+    /// Bad usage: a wrong flag or setting.
+    pub const USAGE: u8 = 2;
+}
+
+/// Keeps restic repositories free of stale locks without ever removing a live
+/// one.
+#[derive(Debug, Parser)]
+#[command(name = "lockwarden", version, about, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Inspect and run stale-lock policies.
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
+}
+
+/// How to find and run a policy; shared by every command that evaluates.
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// A policy component (.wasm) to use instead of the built-in default.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// How long one policy call may run before it is stopped.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    policy_timeout: Duration,
+    /// How large the policy's memory may grow, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
+    policy_memory: usize,
+    /// Where compiled policies are cached [default: $XDG_CACHE_HOME/lockwarden
+    /// or ~/.cache/lockwarden].
+    #[arg(long, value_name = "DIR", env = "LOCKWARDEN_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile the policy every time instead of caching it.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+impl PolicyArgs {
+    /// Starts a runtime and loads the chosen policy.
+    fn load(&self) -> anyhow::Result<(Runtime, Policy)> {
+        let cache = if self.no_cache {
+            None
+        } else {
+            self.cache_dir
+                .clone()
+                .or_else(ArtifactCache::default_dir)
+                .map(ArtifactCache::new)
+        };
+        let limits = Limits {
+            deadline: self.policy_timeout,
+            memory: self.policy_memory.saturating_mul(1 << 20),
+        };
+        let runtime = Runtime::new(limits, cache)
+            .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))?;
+        let policy = match &self.policy {
+            None => runtime.load_default()?,
+            Some(path) => {
+                let bytes = std::fs::read(path).with_context(|| {
+                    format!("cannot read policy {}: check the path", path.display())
+                })?;
+                runtime.load(&path.display().to_string(), &bytes)?
+            }
+        };
+        Ok((runtime, policy))
+    }
+}
+
+/// Parses `90s`, `30m`, `2h`, `1h30m`, `500ms`.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let signed: jiff::SignedDuration = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration; use e.g. 500ms, 90s, 30m or 1h30m"))?;
+    Duration::try_from(signed).map_err(|_| format!("`{text}` must not be negative"))
+}
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Policy(command) => policy::run(command),
+    }
+}
+
+/// The exit code for an error, by what went wrong.
+pub fn exit_code(error: &anyhow::Error) -> u8 {
+    for cause in error.chain() {
+        if let Some(plugin) = cause.downcast_ref::<PluginError>() {
+            return if plugin.is_usage() {
+                code::USAGE
+            } else {
+                code::ERROR
+            };
+        }
+        if cause.downcast_ref::<UsageError>().is_some() {
+            return code::USAGE;
+        }
+    }
+    code::ERROR
+}
+
+/// An error in what the user asked for (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-5s").is_err());
+    }
+}

@@ -1,0 +1,159 @@
+//! `lockwarden policy info|eval`: inspect a policy, run it on a recorded
+//! request.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use lockwarden::caps::{LogLevel, LogLine};
+use lockwarden::contract::{Action, PolicyInfo, Verdict};
+use lockwarden::plugin::Policy;
+use lockwarden::request::RecordedRequest;
+use serde_json::json;
+
+use super::{PolicyArgs, UsageError};
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Show a policy's name, versions, description and settings.
+    Info(InfoArgs),
+    /// Run a policy on a recorded request and print its verdicts as JSON.
+    Eval(EvalArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// The recorded request (JSON), or `-` for standard input.
+    #[arg(long, value_name = "FILE")]
+    request: PathBuf,
+}
+
+pub fn run(command: PolicyCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        PolicyCommand::Info(args) => info(&args),
+        PolicyCommand::Eval(args) => eval(&args),
+    }
+}
+
+fn info(args: &InfoArgs) -> anyhow::Result<ExitCode> {
+    let (_, policy) = args.policy.load()?;
+    let info = policy.info();
+    if args.json {
+        let mut doc = policy_json(&policy);
+        doc["description"] = json!(info.description);
+        doc["settings"] = info
+            .settings
+            .iter()
+            .map(|s| json!({"name": s.name, "default": s.default_value, "help": s.help}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{}", info_text(&policy));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn info_text(policy: &Policy) -> String {
+    let PolicyInfo {
+        name,
+        version,
+        contract_version,
+        description,
+        settings,
+    } = policy.info();
+    let mut out = format!(
+        "policy:   {name} {version}\ncontract: lockwarden:policy@{contract_version}\nsource:   {}\n\n{description}\n\nsettings:\n",
+        policy.source()
+    );
+    let width = settings.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    for s in settings {
+        out += &format!(
+            "  {:width$}  (default {})  {}\n",
+            s.name, s.default_value, s.help
+        );
+    }
+    out
+}
+
+fn eval(args: &EvalArgs) -> anyhow::Result<ExitCode> {
+    let name = args.request.display().to_string();
+    let text = if name == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the request from standard input")?;
+        text
+    } else {
+        std::fs::read_to_string(&args.request)
+            .with_context(|| format!("cannot read request {name}: check the path"))?
+    };
+    let prepared = RecordedRequest::from_json(&text)
+        .map_err(|e| UsageError(format!("request {name} is not valid: {e}")))?
+        .prepare()
+        .map_err(|e| UsageError(format!("request {name} is not valid: {e}")))?;
+    let (runtime, policy) = args.policy.load()?;
+    let outcome = runtime.evaluate(
+        &policy,
+        prepared.now,
+        Arc::new(prepared.evidence),
+        &prepared.request,
+    )?;
+    print_logs(&policy, &outcome.logs);
+    let doc = json!({
+        "policy": policy_json(&policy),
+        "verdicts": outcome.verdicts.iter().map(verdict_json).collect::<Vec<_>>(),
+    });
+    println!("{}", serde_json::to_string_pretty(&doc)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The policy's identity, as every JSON document names it.
+pub fn policy_json(policy: &Policy) -> serde_json::Value {
+    let info = policy.info();
+    json!({
+        "name": info.name,
+        "version": info.version,
+        "contract_version": info.contract_version,
+        "source": policy.source(),
+    })
+}
+
+/// One verdict as JSON.
+pub fn verdict_json(v: &Verdict) -> serde_json::Value {
+    json!({"id": v.id, "action": action_name(v.action), "rule": v.rule, "reason": v.reason})
+}
+
+/// `keep` or `remove`.
+pub fn action_name(action: Action) -> &'static str {
+    match action {
+        Action::Keep => "keep",
+        Action::Remove => "remove",
+    }
+}
+
+/// Writes what the policy logged to stderr.
+pub fn print_logs(policy: &Policy, logs: &[LogLine]) {
+    for line in logs {
+        let level = match line.level {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warning",
+            LogLevel::Error => "error",
+        };
+        eprintln!("{} {level}: {}", policy.info().name, line.message);
+    }
+}

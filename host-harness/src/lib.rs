@@ -1,0 +1,30 @@
+//! lockwarden: keeps restic repositories free of stale locks without ever
+//! removing a live one.
+//!
+//! The decision "is this lock stale?" belongs to a policy, a WASI component
+//! that implements the `lockwarden:policy` contract (`wit/`). This library
+//! loads and runs policies in a sandbox ([`plugin`]), serves them the facts
+//! they may not gather themselves ([`caps`]), and reads recorded requests
+//! ([`request`]).
+
+pub mod caps;
+pub mod plugin;
+pub mod request;
+pub mod time;
+
+/// Bindings generated from `wit/`, the one contract shared with policies.
+#[allow(missing_docs)]
+pub mod contract {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "stale-lock-policy",
+    });
+
+    pub use lockwarden::policy::types::{
+        Action, EvaluateRequest, Liveness, Lock, PolicyError, PolicyInfo, Repository, SettingInfo,
+        UnreadableLock, Verdict,
+    };
+
+    /// The contract version this host implements: the WIT package version.
+    pub const VERSION: &str = "0.1.0";
+}

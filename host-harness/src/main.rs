@@ -1,0 +1,18 @@
+//! The `lockwarden` command. Thin: parse, run, map errors to exit codes.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod cli;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("lockwarden: {error:#}");
+            ExitCode::from(cli::exit_code(&error))
+        }
+    }
+}

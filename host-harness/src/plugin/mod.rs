@@ -1,0 +1,354 @@
+//! The plugin runtime: one wasmtime engine, an `InstancePre` per policy, a
+//! fresh `Store` per evaluation, an epoch deadline and a memory cap on every
+//! call, and verdicts checked before anyone acts on them.
+
+mod cache;
+mod error;
+mod sandbox;
+mod verdicts;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::Component;
+use wasmtime::{Config, Engine, Store, Trap};
+
+pub use cache::ArtifactCache;
+pub use error::PluginError;
+pub use verdicts::{check_unique_ids, validate};
+
+use crate::caps::{Evidence, LogLine, Recorded};
+use crate::contract::{self, EvaluateRequest, PolicyInfo, StaleLockPolicyPre, Verdict};
+use sandbox::{FORBIDDEN_IMPORTS, HostState};
+
+/// The default policy, built from `plugin/` and embedded at compile time.
+pub const DEFAULT_POLICY: &[u8] = include_bytes!(env!("LOCKWARDEN_DEFAULT_POLICY"));
+
+/// How often the engine's epoch advances; deadlines are counted in these.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// The hard limits every policy call runs under.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// How long one call (instantiation, `info` or `evaluate`) may run.
+    pub deadline: Duration,
+    /// How large the policy's memory may grow, in bytes.
+    pub memory: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            deadline: Duration::from_secs(1),
+            memory: 64 << 20,
+        }
+    }
+}
+
+/// Runs policies. Cheap to share; one per process is enough.
+pub struct Runtime {
+    engine: Engine,
+    linker: wasmtime::component::Linker<HostState>,
+    cache: Option<ArtifactCache>,
+    limits: Limits,
+}
+
+/// A loaded policy, ready to evaluate any number of times.
+pub struct Policy {
+    source: String,
+    info: PolicyInfo,
+    pre: StaleLockPolicyPre<HostState>,
+}
+
+/// What one evaluation produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// One verdict per input lock and unreadable file, in input order.
+    pub verdicts: Vec<Verdict>,
+    /// What the policy logged.
+    pub logs: Vec<LogLine>,
+}
+
+impl Runtime {
+    /// A runtime with the given limits, caching compiled policies in `cache`.
+    pub fn new(limits: Limits, cache: Option<ArtifactCache>) -> wasmtime::Result<Runtime> {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        config.wasm_component_model(true);
+        let engine = Engine::new(&config)?;
+        start_epoch_ticker(&engine);
+        let linker = sandbox::linker(&engine)?;
+        Ok(Runtime {
+            engine,
+            linker,
+            cache,
+            limits,
+        })
+    }
+
+    /// The limits calls run under.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Loads the embedded default policy.
+    pub fn load_default(&self) -> Result<Policy, PluginError> {
+        self.load("(built-in default policy)", DEFAULT_POLICY)
+    }
+
+    /// Loads a policy component from `bytes`; `source` names it in messages.
+    /// Refuses components of another contract version and components that
+    /// import anything the sandbox does not provide.
+    pub fn load(&self, source: &str, bytes: &[u8]) -> Result<Policy, PluginError> {
+        let component = self.compile(source, bytes)?;
+        self.check_interfaces(source, &component)?;
+        let link = |cause| PluginError::Link {
+            source_name: source.to_owned(),
+            cause,
+        };
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(link)?;
+        let pre = StaleLockPolicyPre::new(instance_pre).map_err(link)?;
+
+        let mut store = self.store(0, Arc::new(Recorded::new(None)));
+        let info = pre
+            .instantiate(&mut store)
+            .and_then(|policy| {
+                store.set_epoch_deadline(self.deadline_ticks());
+                policy.lockwarden_policy_policy().call_info(&mut store)
+            })
+            .map_err(|e| classify(source, &store, self.limits, e))?;
+        Ok(Policy {
+            source: source.to_owned(),
+            info,
+            pre,
+        })
+    }
+
+    /// Runs `policy` on `request` with the clock reading `now` and `evidence`,
+    /// in a fresh store, and checks the verdicts. Any failure is an error and
+    /// means nothing may be removed; the runtime stays usable.
+    pub fn evaluate(
+        &self,
+        policy: &Policy,
+        now: i64,
+        evidence: Arc<dyn Evidence>,
+        request: &EvaluateRequest,
+    ) -> Result<Outcome, PluginError> {
+        let name = policy.info.name.as_str();
+        check_unique_ids(request).map_err(|problem| PluginError::BadRequest { problem })?;
+        let mut store = self.store(now, evidence);
+        let result = policy.pre.instantiate(&mut store).and_then(|instance| {
+            store.set_epoch_deadline(self.deadline_ticks());
+            instance
+                .lockwarden_policy_policy()
+                .call_evaluate(&mut store, request)
+        });
+        let verdicts = match result {
+            Err(e) => return Err(classify(name, &store, self.limits, e)),
+            Ok(Err(error)) => {
+                return Err(PluginError::Refused {
+                    policy: name.to_owned(),
+                    error,
+                });
+            }
+            Ok(Ok(verdicts)) => verdicts,
+        };
+        let verdicts = validate(request, verdicts).map_err(|problem| PluginError::BadVerdicts {
+            policy: name.to_owned(),
+            problem,
+        })?;
+        Ok(Outcome {
+            verdicts,
+            logs: store.data_mut().take_logs(),
+        })
+    }
+
+    fn store(&self, now: i64, evidence: Arc<dyn Evidence>) -> Store<HostState> {
+        let mut store = Store::new(
+            &self.engine,
+            HostState::new(now, evidence, self.limits.memory),
+        );
+        store.limiter(HostState::limiter);
+        store.set_epoch_deadline(self.deadline_ticks());
+        store
+    }
+
+    fn deadline_ticks(&self) -> u64 {
+        let ticks = self.limits.deadline.as_millis() / EPOCH_TICK.as_millis();
+        u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
+    }
+
+    /// Compiles `bytes`, or loads the cached artifact.
+    fn compile(&self, source: &str, bytes: &[u8]) -> Result<Component, PluginError> {
+        if let Some(component) = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.load(&self.engine, bytes))
+        {
+            return Ok(component);
+        }
+        let compile_error = |cause| PluginError::Compile {
+            source_name: source.to_owned(),
+            cause,
+        };
+        let artifact = self
+            .engine
+            .precompile_component(bytes)
+            .map_err(compile_error)?;
+        if let Some(cache) = &self.cache {
+            // A cache that cannot be written only costs time: compile again
+            // next run.
+            let _ = cache.store(&self.engine, bytes, &artifact);
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: `artifact` was produced just above by this engine's
+        // `precompile_component` and never left this process.
+        unsafe {
+            Component::deserialize(&self.engine, &artifact).map_err(compile_error)
+        }
+    }
+
+    /// Refuses a component built against another contract version, or one
+    /// that imports something the sandbox withholds, with a clear message.
+    fn check_interfaces(&self, source: &str, component: &Component) -> Result<(), PluginError> {
+        let ty = component.component_type();
+        let exports: Vec<String> = ty
+            .exports(&self.engine)
+            .map(|(n, _)| n.to_owned())
+            .collect();
+        let policy_export = exports
+            .iter()
+            .find_map(|name| name.strip_prefix("lockwarden:policy/policy"));
+        match policy_export {
+            None => {
+                return Err(PluginError::NotAPolicy {
+                    source_name: source.to_owned(),
+                    exports: if exports.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        exports.join(", ")
+                    },
+                });
+            }
+            Some(version) => {
+                let found = version.trim_start_matches('@');
+                if !compatible(found, contract::VERSION) {
+                    return Err(PluginError::ContractMismatch {
+                        source_name: source.to_owned(),
+                        found: if found.is_empty() {
+                            "(unversioned)"
+                        } else {
+                            found
+                        }
+                        .to_owned(),
+                        supported: contract::VERSION,
+                    });
+                }
+            }
+        }
+        let forbidden: Vec<String> = ty
+            .imports(&self.engine)
+            .map(|(name, _)| name)
+            .filter(|name| FORBIDDEN_IMPORTS.iter().any(|p| name.starts_with(p)))
+            .map(|name| format!("`{name}`"))
+            .collect();
+        if !forbidden.is_empty() {
+            return Err(PluginError::ForbiddenImport {
+                source_name: source.to_owned(),
+                imports: forbidden.join(", "),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Policy {
+    /// What the policy says about itself.
+    pub fn info(&self) -> &PolicyInfo {
+        &self.info
+    }
+
+    /// Where the policy was loaded from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+}
+
+/// Semver compatibility as the component model uses it: `0.x.*` matches
+/// `0.x.*`, `N.*` matches `N.*` for N >= 1.
+fn compatible(found: &str, supported: &str) -> bool {
+    let key = |v: &str| -> Option<(u64, u64)> {
+        let mut parts = v.split('.');
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        Some(if major == 0 { (0, minor) } else { (major, 0) })
+    };
+    matches!((key(found), key(supported)), (Some(a), Some(b)) if a == b)
+}
+
+/// Turns a wasmtime error from a call into what the policy did.
+fn classify(
+    policy: &str,
+    store: &Store<HostState>,
+    limits: Limits,
+    error: wasmtime::Error,
+) -> PluginError {
+    let policy = policy.to_owned();
+    if let Some(asked) = store.data().memory_refused() {
+        return PluginError::MemoryLimit {
+            policy,
+            limit: limits.memory,
+            asked,
+        };
+    }
+    let trap = error.downcast_ref::<Trap>();
+    if trap == Some(&Trap::Interrupt) {
+        return PluginError::Timeout {
+            policy,
+            limit_ms: u64::try_from(limits.deadline.as_millis()).unwrap_or(u64::MAX),
+        };
+    }
+    let stderr = store.data().stderr();
+    let stderr = stderr.trim();
+    PluginError::Trap {
+        policy,
+        cause: trap.map_or_else(|| format!("{error:#}"), Trap::to_string),
+        stderr: if stderr.is_empty() {
+            String::new()
+        } else {
+            format!("; it wrote: {}", stderr.replace('\n', " | "))
+        },
+    }
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] for as long as the engine
+/// exists, so that epoch deadlines measure wall time.
+fn start_epoch_ticker(engine: &Engine) {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("lockwarden-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .map(drop)
+        .unwrap_or_else(|e| panic!("cannot start the epoch thread: {e}"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compatible;
+
+    #[test]
+    fn contract_versions() {
+        assert!(compatible("0.1.0", "0.1.0"));
+        assert!(compatible("0.1.7", "0.1.0"));
+        assert!(!compatible("0.2.0", "0.1.0"));
+        assert!(!compatible("1.1.0", "0.1.0"));
+        assert!(compatible("1.4.0", "1.0.0"));
+        assert!(!compatible("", "0.1.0"));
+    }
+}

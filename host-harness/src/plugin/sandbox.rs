@@ -1,0 +1,196 @@
+//! The sandbox a policy runs in: the store's data, the imports the host
+//! serves, the WASI it links (standard streams only, granting nothing), and
+//! the memory cap.
+
+use std::sync::Arc;
+
+use wasmtime::component::{HasData, HasSelf, Linker, ResourceTable};
+use wasmtime::{Engine, ResourceLimiter};
+use wasmtime_wasi::cli::{WasiCli, WasiCliView};
+use wasmtime_wasi::p2::bindings::{cli, sync::io};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::caps::{Evidence, LogLevel, LogLine};
+use crate::contract::lockwarden::policy::{clock, liveness, log, types};
+use crate::contract::{Liveness, StaleLockPolicy};
+
+/// How much a policy may write to stderr (a panic message fits easily).
+const STDERR_CAPACITY: usize = 16 * 1024;
+/// How many log lines one evaluation keeps, and how long each may be.
+const MAX_LOG_LINES: usize = 1000;
+const MAX_LOG_LINE: usize = 1024;
+
+/// WASI interface prefixes a policy may never import. Everything the host
+/// links is listed in [`linker`]; these get a clear refusal rather than
+/// wasmtime's generic "not found".
+pub const FORBIDDEN_IMPORTS: [&str; 5] = [
+    "wasi:clocks/",
+    "wasi:filesystem/",
+    "wasi:random/",
+    "wasi:sockets/",
+    "wasi:http/",
+];
+
+/// The data of one evaluation's store.
+pub struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    stderr: MemoryOutputPipe,
+    limiter: MemoryCap,
+    now: i64,
+    evidence: Arc<dyn Evidence>,
+    logs: Vec<LogLine>,
+}
+
+impl HostState {
+    /// A state granting nothing but the given clock reading and evidence.
+    pub fn new(now: i64, evidence: Arc<dyn Evidence>, memory_limit: usize) -> Self {
+        let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
+        // No args, no env, no preopened directories, no network: the builder
+        // grants nothing unless asked, and nothing is asked but a stderr pipe.
+        let wasi = WasiCtx::builder().stderr(stderr.clone()).build();
+        HostState {
+            wasi,
+            table: ResourceTable::new(),
+            stderr,
+            limiter: MemoryCap {
+                limit: memory_limit,
+                refused: None,
+            },
+            now,
+            evidence,
+            logs: Vec::new(),
+        }
+    }
+
+    /// The memory limiter, for [`wasmtime::Store::limiter`].
+    pub fn limiter(&mut self) -> &mut dyn ResourceLimiter {
+        &mut self.limiter
+    }
+
+    /// The size a refused memory growth asked for, if any.
+    pub fn memory_refused(&self) -> Option<usize> {
+        self.limiter.refused
+    }
+
+    /// What the policy wrote to stderr, lossily decoded.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.contents()).into_owned()
+    }
+
+    /// The messages the policy logged.
+    pub fn take_logs(&mut self) -> Vec<LogLine> {
+        std::mem::take(&mut self.logs)
+    }
+}
+
+/// Refuses memory growth past a fixed size and remembers that it did.
+pub struct MemoryCap {
+    limit: usize,
+    refused: Option<usize>,
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limit {
+            self.refused = Some(desired);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl types::Host for HostState {}
+
+impl clock::Host for HostState {
+    fn now(&mut self) -> i64 {
+        self.now
+    }
+}
+
+impl liveness::Host for HostState {
+    fn local_hostname(&mut self) -> Option<String> {
+        self.evidence.local_hostname()
+    }
+    fn process(&mut self, hostname: String, pid: i64, since: i64) -> Liveness {
+        self.evidence.process(&hostname, pid, since)
+    }
+    fn host(&mut self, hostname: String, since: i64) -> Liveness {
+        self.evidence.host(&hostname, since)
+    }
+}
+
+impl log::Host for HostState {
+    fn log(&mut self, level: LogLevel, mut message: String) {
+        if self.logs.len() >= MAX_LOG_LINES {
+            return;
+        }
+        if message.len() > MAX_LOG_LINE {
+            let mut end = MAX_LOG_LINE;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+            message.push('…');
+        }
+        self.logs.push(LogLine { level, message });
+    }
+}
+
+fn table(state: &mut HostState) -> &mut ResourceTable {
+    &mut state.table
+}
+
+/// Selects the resource table for the wasi:io host traits.
+struct Table;
+
+impl HasData for Table {
+    type Data<'a> = &'a mut ResourceTable;
+}
+
+/// The linker every policy is instantiated with: the contract's imports, and
+/// of WASI only the standard streams and what they need (which Rust's standard
+/// library imports even when unused). stdin is empty, stdout is discarded,
+/// stderr is captured for error messages, args and environment are empty.
+pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
+    let mut l: Linker<HostState> = Linker::new(engine);
+    StaleLockPolicy::add_to_linker::<_, HasSelf<_>>(&mut l, |s: &mut HostState| s)?;
+    io::error::add_to_linker::<_, Table>(&mut l, table)?;
+    io::poll::add_to_linker::<_, Table>(&mut l, table)?;
+    io::streams::add_to_linker::<_, Table>(&mut l, table)?;
+    cli::exit::add_to_linker::<_, WasiCli>(&mut l, HostState::cli)?;
+    cli::environment::add_to_linker::<_, WasiCli>(&mut l, HostState::cli)?;
+    cli::stdin::add_to_linker::<_, WasiCli>(&mut l, HostState::cli)?;
+    cli::stdout::add_to_linker::<_, WasiCli>(&mut l, HostState::cli)?;
+    cli::stderr::add_to_linker::<_, WasiCli>(&mut l, HostState::cli)?;
+    cli::terminal_input::add_to_linker::<_, WasiCli>(&mut l, HostState::cli)?;
+    cli::terminal_output::add_to_linker::<_, WasiCli>(&mut l, HostState::cli)?;
+    cli::terminal_stdin::add_to_linker::<_, WasiCli>(&mut l, HostState::cli)?;
+    cli::terminal_stdout::add_to_linker::<_, WasiCli>(&mut l, HostState::cli)?;
+    cli::terminal_stderr::add_to_linker::<_, WasiCli>(&mut l, HostState::cli)?;
+    Ok(l)
+}

@@ -1,0 +1,229 @@
+//! Recorded requests: the JSON file `lockwarden policy eval` reads, holding the
+//! clock reading, the locks, and the liveness answers to serve back.
+//!
+//! ```json
+//! {"now": "2026-11-30T12:00:00Z", "local_hostname": "vm",
+//!  "repository": {"id": "abc", "location": "/srv/repo", "backend": "local", "version": 2},
+//!  "settings": {"stale-after": "30m"},
+//!  "locks": [{"id": "...", "time": "2026-11-30T11:00:00.5Z", "exclusive": false,
+//!             "hostname": "a", "username": "u", "pid": 12, "uid": 0, "gid": 0,
+//!             "first_seen": null, "process": "unknown", "host": "unknown"}],
+//!  "unreadable": [{"id": "...", "size": 0, "problem": "empty file"}]}
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::caps::Recorded;
+use crate::contract::{EvaluateRequest, Liveness, Lock, Repository, UnreadableLock};
+use crate::time::parse_rfc3339;
+
+/// A request as recorded in JSON. Unknown fields are ignored.
+#[derive(Debug, Deserialize)]
+pub struct RecordedRequest {
+    /// What `clock.now` returns (RFC 3339).
+    pub now: String,
+    /// What `liveness.local-hostname` returns.
+    #[serde(default)]
+    pub local_hostname: Option<String>,
+    /// The repository.
+    pub repository: RecordedRepository,
+    /// Settings for the policy.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    /// The locks, each with its recorded liveness answers.
+    #[serde(default)]
+    pub locks: Vec<RecordedLock>,
+    /// The unreadable lock files.
+    #[serde(default)]
+    pub unreadable: Vec<RecordedUnreadable>,
+}
+
+/// The repository part of a recorded request.
+#[derive(Debug, Deserialize)]
+pub struct RecordedRepository {
+    /// Repository id.
+    pub id: String,
+    /// Location, credentials removed.
+    pub location: String,
+    /// Backend kind.
+    pub backend: String,
+    /// Format version.
+    pub version: u32,
+}
+
+/// One lock with the answers to serve about its holder.
+#[derive(Debug, Deserialize)]
+pub struct RecordedLock {
+    /// File name.
+    pub id: String,
+    /// RFC 3339, any offset.
+    pub time: String,
+    /// Exclusive or shared.
+    #[serde(default)]
+    pub exclusive: bool,
+    /// Holder's hostname.
+    #[serde(default)]
+    pub hostname: String,
+    /// Holder's user name.
+    #[serde(default)]
+    pub username: String,
+    /// Holder's pid.
+    #[serde(default)]
+    pub pid: i64,
+    /// Holder's uid.
+    #[serde(default)]
+    pub uid: u32,
+    /// Holder's gid.
+    #[serde(default)]
+    pub gid: u32,
+    /// When the host first saw it (RFC 3339), if known.
+    #[serde(default)]
+    pub first_seen: Option<String>,
+    /// Answer to `liveness.process` for this lock.
+    #[serde(default)]
+    pub process: RecordedLiveness,
+    /// Answer to `liveness.host` for this lock.
+    #[serde(default)]
+    pub host: RecordedLiveness,
+}
+
+/// An unreadable lock file.
+#[derive(Debug, Deserialize)]
+pub struct RecordedUnreadable {
+    /// File name.
+    pub id: String,
+    /// Size in bytes.
+    #[serde(default)]
+    pub size: u64,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+/// A liveness answer: `"alive"`, `"dead"`, `"unknown"`, or
+/// `{"state": "dead", "detail": "..."}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RecordedLiveness {
+    /// Just the state.
+    State(State),
+    /// State and detail.
+    Detailed {
+        /// The state.
+        state: State,
+        /// How it is known.
+        #[serde(default)]
+        detail: Option<String>,
+    },
+}
+
+impl Default for RecordedLiveness {
+    fn default() -> Self {
+        RecordedLiveness::State(State::Unknown)
+    }
+}
+
+/// The three liveness states.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Holder exists.
+    Alive,
+    /// Holder is gone.
+    Dead,
+    /// Cannot tell.
+    Unknown,
+}
+
+impl RecordedLiveness {
+    fn to_contract(&self) -> Liveness {
+        let (state, detail) = match self {
+            RecordedLiveness::State(s) => (*s, None),
+            RecordedLiveness::Detailed { state, detail } => (*state, detail.clone()),
+        };
+        let detail = detail.unwrap_or_else(|| "recorded in the request".to_owned());
+        match state {
+            State::Alive => Liveness::Alive(detail),
+            State::Dead => Liveness::Dead(detail),
+            State::Unknown => Liveness::Unknown(detail),
+        }
+    }
+}
+
+/// A recorded request made ready to run: the clock reading, the contract's
+/// request, and the evidence to serve.
+#[derive(Debug)]
+pub struct Prepared {
+    /// What `clock.now` returns.
+    pub now: i64,
+    /// The request passed to `evaluate`.
+    pub request: EvaluateRequest,
+    /// The answers served to `liveness`.
+    pub evidence: Recorded,
+}
+
+impl RecordedRequest {
+    /// Parses JSON text. The error names the line and column.
+    pub fn from_json(text: &str) -> Result<RecordedRequest, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// Converts times and answers; the error names the field at fault.
+    pub fn prepare(self) -> Result<Prepared, String> {
+        let now = parse_rfc3339(&self.now).map_err(|e| format!("field `now`: {e}"))?;
+        let mut evidence = Recorded::new(self.local_hostname);
+        let mut locks = Vec::with_capacity(self.locks.len());
+        for (i, l) in self.locks.into_iter().enumerate() {
+            let time = parse_rfc3339(&l.time).map_err(|e| format!("locks[{i}].time: {e}"))?;
+            let first_seen = l
+                .first_seen
+                .as_deref()
+                .map(parse_rfc3339)
+                .transpose()
+                .map_err(|e| format!("locks[{i}].first_seen: {e}"))?;
+            evidence.insert(
+                &l.hostname,
+                l.pid,
+                time,
+                l.process.to_contract(),
+                l.host.to_contract(),
+            );
+            locks.push(Lock {
+                id: l.id,
+                time,
+                exclusive: l.exclusive,
+                hostname: l.hostname,
+                username: l.username,
+                pid: l.pid,
+                uid: l.uid,
+                gid: l.gid,
+                first_seen,
+            });
+        }
+        let request = EvaluateRequest {
+            repository: Repository {
+                id: self.repository.id,
+                location: self.repository.location,
+                backend: self.repository.backend,
+                version: self.repository.version,
+            },
+            locks,
+            unreadable: self
+                .unreadable
+                .into_iter()
+                .map(|u| UnreadableLock {
+                    id: u.id,
+                    size: u.size,
+                    problem: u.problem,
+                })
+                .collect(),
+            settings: self.settings.into_iter().collect(),
+        };
+        Ok(Prepared {
+            now,
+            request,
+            evidence,
+        })
+    }
+}

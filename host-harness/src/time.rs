@@ -1,0 +1,46 @@
+//! Timestamps as the contract has them: nanoseconds since the Unix epoch.
+
+use jiff::Timestamp;
+
+/// Parses an RFC 3339 time with any offset (`Z`, `+02:00`) and any fraction
+/// into nanoseconds since the epoch.
+pub fn parse_rfc3339(text: &str) -> Result<i64, String> {
+    let ts: Timestamp = text
+        .parse()
+        .map_err(|e| format!("`{text}` is not an RFC 3339 time: {e}"))?;
+    i64::try_from(ts.as_nanosecond())
+        .map_err(|_| format!("`{text}` is out of range (years 1678 to 2261)"))
+}
+
+/// Formats nanoseconds since the epoch as RFC 3339 in UTC.
+pub fn format_rfc3339(nanos: i64) -> String {
+    Timestamp::from_nanosecond(i128::from(nanos))
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| format!("{nanos}ns since the epoch"))
+}
+
+/// The current time by this machine's clock.
+pub fn now() -> i64 {
+    i64::try_from(Timestamp::now().as_nanosecond()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_offsets_and_fractions() {
+        let z = parse_rfc3339("2026-11-30T12:00:00Z").expect("valid");
+        assert_eq!(z, 1_796_040_000_000_000_000);
+        assert_eq!(
+            parse_rfc3339("2026-11-30T14:00:00.5+02:00").expect("valid"),
+            z + 500_000_000
+        );
+        assert_eq!(
+            parse_rfc3339("2026-11-30T12:00:00.123456789Z").expect("valid"),
+            z + 123_456_789
+        );
+        assert!(parse_rfc3339("yesterday").is_err());
+        assert_eq!(format_rfc3339(z), "2026-11-30T12:00:00Z");
+    }
+}

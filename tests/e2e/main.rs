@@ -1,0 +1,5 @@
+//! lockwarden's end-to-end tests: one binary, one module per area, each test
+//! in its own temporary directory.
+
+mod policy_cli;
+mod runtime;

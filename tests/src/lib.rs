@@ -1,0 +1,67 @@
+//! Helpers for lockwarden's end-to-end tests: where the built binary and the
+//! test guests are, and running the binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The test guest component built from `guests/` for `behaviour`
+/// (`panic`, `spin`, ..., `wrong-contract`).
+pub fn guest(behaviour: &str) -> PathBuf {
+    let path = Path::new(env!("LOCKWARDEN_TEST_GUESTS")).join(format!("{behaviour}.wasm"));
+    assert!(path.exists(), "no test guest {}", path.display());
+    path
+}
+
+/// The `lockwarden` binary of the same build profile as this test.
+pub fn lockwarden_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // target/<profile>/deps/e2e-<hash> -> target/<profile>/lockwarden
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("tests run from target/<profile>/deps")
+        .join("lockwarden");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first with `cargo build --release -p lockwarden` (`make test` does)",
+        bin.display()
+    );
+    bin
+}
+
+/// A `lockwarden` command with a private artifact cache under `cache`.
+pub fn lockwarden(cache: &Path) -> Command {
+    let mut command = Command::new(lockwarden_bin());
+    command.env("LOCKWARDEN_CACHE_DIR", cache);
+    command
+}
+
+/// What a finished command printed, for assertions.
+#[derive(Debug)]
+pub struct Finished {
+    /// The exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl From<Output> for Finished {
+    fn from(output: Output) -> Self {
+        Finished {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs `command` to completion, with no standard input.
+pub fn finish(command: &mut Command) -> Finished {
+    command
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"))
+        .into()
+}
