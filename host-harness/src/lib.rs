@@ -9,8 +9,10 @@
 
 pub mod caps;
 pub mod plugin;
+pub mod repo;
 pub mod request;
 pub mod time;
+pub mod warden;
 
 /// Bindings generated from `wit/`, the one contract shared with policies.
 #[allow(missing_docs)]
@@ -18,6 +20,7 @@ pub mod contract {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "stale-lock-policy",
+        additional_derives: [PartialEq, Eq],
     });
 
     pub use lockwarden::policy::types::{

@@ -1,6 +1,19 @@
 //! Command-line interface: one file per subcommand.
 
+/// `println!` that stops quietly when stdout is closed (`lockwarden check |
+/// head`) instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+mod check;
+mod judge;
 mod policy;
+mod repo_args;
+mod unlock;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +22,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use lockwarden::plugin::{ArtifactCache, Limits, PluginError, Policy, Runtime};
+use lockwarden::repo::RepoError;
+use lockwarden::warden::AssessError;
 
 /// Exit codes, documented in the README.
 pub mod code {
@@ -16,6 +31,12 @@ pub mod code {
     pub const ERROR: u8 = 1;
     /// Bad usage: a wrong flag or setting.
     pub const USAGE: u8 = 2;
+    /// `check`: some locks would be removed.
+    pub const STALE: u8 = 3;
+    /// No repository at that location.
+    pub const NO_REPOSITORY: u8 = 10;
+    /// Wrong password.
+    pub const WRONG_PASSWORD: u8 = 12;
 }
 
 /// Keeps restic repositories free of stale locks without ever removing a live
@@ -29,6 +50,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Show every lock with its verdict; exit 3 when some would be removed.
+    Check(check::CheckArgs),
+    /// Remove the locks the policy judges stale (--dry-run: only say which).
+    Unlock(unlock::UnlockArgs),
     /// Inspect and run stale-lock policies.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
@@ -96,6 +121,8 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Check(args) => check::run(&args),
+        Command::Unlock(args) => unlock::run(&args),
         Command::Policy(command) => policy::run(command),
     }
 }
@@ -103,12 +130,30 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// The exit code for an error, by what went wrong.
 pub fn exit_code(error: &anyhow::Error) -> u8 {
     for cause in error.chain() {
-        if let Some(plugin) = cause.downcast_ref::<PluginError>() {
+        let plugin = cause
+            .downcast_ref::<PluginError>()
+            .or_else(|| match cause.downcast_ref() {
+                Some(AssessError::Plugin(p)) => Some(p),
+                _ => None,
+            });
+        let repo = cause
+            .downcast_ref::<RepoError>()
+            .or_else(|| match cause.downcast_ref() {
+                Some(AssessError::Repo(r)) => Some(r),
+                _ => None,
+            });
+        if let Some(plugin) = plugin {
             return if plugin.is_usage() {
                 code::USAGE
             } else {
                 code::ERROR
             };
+        }
+        match repo {
+            Some(RepoError::NoRepository { .. }) => return code::NO_REPOSITORY,
+            Some(RepoError::WrongPassword { .. }) => return code::WRONG_PASSWORD,
+            Some(_) => return code::ERROR,
+            None => {}
         }
         if cause.downcast_ref::<UsageError>().is_some() {
             return code::USAGE;

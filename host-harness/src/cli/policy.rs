@@ -60,9 +60,9 @@ fn info(args: &InfoArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|s| json!({"name": s.name, "default": s.default_value, "help": s.help}))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        print!("{}", info_text(&policy));
+        outln!("{}", info_text(&policy).trim_end());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -117,7 +117,7 @@ fn eval(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         "policy": policy_json(&policy),
         "verdicts": outcome.verdicts.iter().map(verdict_json).collect::<Vec<_>>(),
     });
-    println!("{}", serde_json::to_string_pretty(&doc)?);
+    outln!("{}", serde_json::to_string_pretty(&doc)?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,0 +1,116 @@
+//! The Linux process table: kill(pid, 0) through rustix, start times from
+//! /proc/<pid>/stat, the boot time from /proc/stat.
+
+use std::io::ErrorKind;
+
+use rustix::io::Errno;
+use rustix::process::{Pid, test_kill_process};
+
+use super::process::{Probe, ProcessTable};
+
+/// The inode of the initial pid namespace (`PROC_PID_INIT_INO` in the
+/// kernel): a process in it sees every pid on the machine.
+const INITIAL_PID_NAMESPACE: &str = "pid:[4026531836]";
+
+/// This machine's processes.
+pub struct LinuxProcesses {
+    boot_time: Option<i64>,
+    ticks_per_second: u64,
+}
+
+impl LinuxProcesses {
+    /// Reads the boot time once.
+    pub fn new() -> Self {
+        LinuxProcesses {
+            boot_time: boot_time(),
+            ticks_per_second: rustix::param::clock_ticks_per_second(),
+        }
+    }
+
+    fn start_time(&self, pid: i32) -> (Option<i64>, Option<String>) {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return (None, None);
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            return (None, None);
+        };
+        let name = stat.get(open + 1..close).map(str::to_owned);
+        // starttime is field 22; the fields after ")" start at field 3.
+        let ticks: Option<u64> = stat[close + 1..]
+            .split_whitespace()
+            .nth(19)
+            .and_then(|t| t.parse().ok());
+        let started = match (ticks, self.boot_time) {
+            (Some(ticks), Some(boot)) if self.ticks_per_second > 0 => {
+                let nanos = i128::from(ticks) * 1_000_000_000 / i128::from(self.ticks_per_second);
+                i64::try_from(nanos).ok().map(|n| boot.saturating_add(n))
+            }
+            _ => None,
+        };
+        (started, name)
+    }
+}
+
+impl Default for LinuxProcesses {
+    fn default() -> Self {
+        LinuxProcesses::new()
+    }
+}
+
+impl ProcessTable for LinuxProcesses {
+    fn probe(&self, pid: i32) -> Probe {
+        let Some(target) = Pid::from_raw(pid) else {
+            return Probe::Failed(format!("pid {pid} is not a process id"));
+        };
+        match test_kill_process(target) {
+            // EPERM: it exists, it is just not ours to signal.
+            Ok(()) | Err(Errno::PERM) => {
+                let (started, name) = self.start_time(pid);
+                Probe::Running { started, name }
+            }
+            Err(Errno::SRCH) => Probe::Gone,
+            Err(e) => Probe::Failed(e.to_string()),
+        }
+    }
+
+    fn boot_time(&self) -> Option<i64> {
+        self.boot_time
+    }
+}
+
+fn boot_time() -> Option<i64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let seconds: i64 = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    seconds.checked_mul(1_000_000_000)
+}
+
+/// This machine's hostname, as restic reads it (uname's nodename).
+pub fn hostname() -> Option<String> {
+    let uname = rustix::system::uname();
+    let name = uname.nodename().to_string_lossy().into_owned();
+    (!name.is_empty()).then_some(name)
+}
+
+/// Why pids in locks cannot be trusted to be this machine's, or `None` when
+/// lockwarden runs in the initial pid namespace.
+pub fn pid_namespace_problem() -> Option<String> {
+    match std::fs::read_link("/proc/self/ns/pid") {
+        Ok(link) if link.to_string_lossy() == INITIAL_PID_NAMESPACE => None,
+        Ok(_) => Some(
+            "lockwarden runs in its own pid namespace (a container), so it cannot see the holder's \
+             process; pass --trust-local-pids if it shares the pid namespace of the processes that \
+             write locks"
+                .into(),
+        ),
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            Some("cannot tell which pid namespace lockwarden runs in (/proc/self/ns/pid is missing)".into())
+        }
+        Err(e) => Some(format!("cannot read /proc/self/ns/pid: {e}")),
+    }
+}

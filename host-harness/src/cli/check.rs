@@ -1,0 +1,33 @@
+//! `lockwarden check`: every lock with its verdict; changes nothing.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::code;
+use super::judge::{Judge, JudgeArgs};
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    judge: JudgeArgs,
+}
+
+pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let judge = args.judge.open()?;
+    let assessment = judge.assess()?;
+    if args.judge.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&judge.report_json(&assessment))?
+        );
+    } else {
+        outln!("{}", judge.report_text(&assessment).trim_end());
+        outln!("{}", Judge::summary(&assessment, "would be removed"));
+    }
+    Ok(if assessment.stale().next().is_some() {
+        ExitCode::from(code::STALE)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,198 @@
+//! Where a repository is, parsed the way restic parses `-r`, with credentials
+//! kept out of anything printed.
+
+use std::path::PathBuf;
+
+/// restic's backend schemes that lockwarden reads through the `restic` binary.
+const RESTIC_ONLY_SCHEMES: [&str; 7] = ["sftp", "s3", "b2", "azure", "gs", "swift", "rclone"];
+
+/// A repository location.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A directory on this machine (`/srv/repo` or `local:/srv/repo`).
+    Local(PathBuf),
+    /// A REST server (`rest:http://[user:pass@]host:port/path`).
+    Rest {
+        /// The base URL without credentials, without a trailing slash.
+        url: String,
+        /// `user:password` from the URL, if any.
+        credentials: Option<(String, String)>,
+    },
+    /// Anything else restic understands; read through the `restic` binary.
+    Restic {
+        /// The location exactly as given (passed to restic).
+        raw: String,
+        /// Its scheme (`sftp`, `s3`, ...).
+        scheme: String,
+    },
+}
+
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl Location {
+    /// Parses a repository string as restic does: a known `scheme:` prefix,
+    /// else a local path.
+    pub fn parse(text: &str) -> Result<Location, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("the repository location is empty".into());
+        }
+        if let Some(path) = text.strip_prefix("local:") {
+            return Ok(Location::Local(PathBuf::from(path)));
+        }
+        if let Some(url) = text.strip_prefix("rest:") {
+            return parse_rest(url);
+        }
+        if let Some((scheme, _)) = text.split_once(':')
+            && RESTIC_ONLY_SCHEMES.contains(&scheme)
+        {
+            return Ok(Location::Restic {
+                raw: text.to_owned(),
+                scheme: scheme.to_owned(),
+            });
+        }
+        Ok(Location::Local(PathBuf::from(text)))
+    }
+
+    /// The backend kind, as the contract's `repository.backend` names it.
+    pub fn backend(&self) -> &str {
+        match self {
+            Location::Local(_) => "local",
+            Location::Rest { .. } => "rest",
+            Location::Restic { scheme, .. } => scheme,
+        }
+    }
+
+    /// The location for display and logs: passwords replaced by `***`.
+    pub fn redacted(&self) -> String {
+        match self {
+            Location::Local(path) => path.display().to_string(),
+            Location::Rest { url, credentials } => match (credentials, url.split_once("://")) {
+                (Some((user, _)), Some((scheme, rest))) => {
+                    format!("rest:{scheme}://{user}:***@{rest}")
+                }
+                _ => format!("rest:{url}"),
+            },
+            Location::Restic { raw, .. } => redact_userinfo(raw),
+        }
+    }
+}
+
+fn parse_rest(url: &str) -> Result<Location, String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .filter(|(s, _)| matches!(*s, "http" | "https"))
+        .ok_or_else(|| {
+            format!(
+                "`rest:{}` is not rest:http(s)://host:port/path",
+                redact_userinfo(url)
+            )
+        })?;
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let (credentials, host) = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let (user, pass) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+            (Some((percent_decode(user), percent_decode(pass))), host)
+        }
+        None => (None, authority),
+    };
+    if host.is_empty() {
+        return Err("the rest: URL has no host".into());
+    }
+    let path = path.trim_end_matches('/');
+    let url = if path.is_empty() {
+        format!("{scheme}://{host}")
+    } else {
+        format!("{scheme}://{host}/{path}")
+    };
+    Ok(Location::Rest { url, credentials })
+}
+
+/// Replaces the password in `scheme://user:pass@host` forms with `***`.
+fn redact_userinfo(text: &str) -> String {
+    let Some(start) = text.find("://").map(|i| i + 3) else {
+        return text.to_owned();
+    };
+    let authority_end = text[start..].find('/').map_or(text.len(), |i| start + i);
+    match text[start..authority_end].rfind('@') {
+        Some(at) => {
+            let userinfo = &text[start..start + at];
+            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+            format!("{}{user}:***{}", &text[..start], &text[start + at..])
+        }
+        None => text.to_owned(),
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_like_restic() {
+        assert_eq!(
+            Location::parse("/srv/repo"),
+            Ok(Location::Local("/srv/repo".into()))
+        );
+        assert_eq!(
+            Location::parse("local:rel/repo"),
+            Ok(Location::Local("rel/repo".into()))
+        );
+        assert_eq!(
+            Location::parse("rest:http://u:p%40ss@127.0.0.1:8000/repo/"),
+            Ok(Location::Rest {
+                url: "http://127.0.0.1:8000/repo".into(),
+                credentials: Some(("u".into(), "p@ss".into())),
+            })
+        );
+        let s3 = Location::parse("s3:s3.amazonaws.com/bucket").expect("parses");
+        assert_eq!(s3.backend(), "s3");
+        assert!(Location::parse("rest:ftp://x").is_err());
+        assert!(Location::parse("").is_err());
+    }
+
+    #[test]
+    fn credentials_never_show() {
+        let rest = Location::parse("rest:https://alice:hunter2@backup.example:8000/r").expect("ok");
+        assert_eq!(
+            rest.redacted(),
+            "rest:https://alice:***@backup.example:8000/r"
+        );
+        assert!(!format!("{rest:?}").contains("hunter2"));
+        let sftp = Location::parse("rclone:remote:path").expect("ok");
+        assert_eq!(sftp.redacted(), "rclone:remote:path");
+        let err = Location::parse("rest:ftp://bob:secret@h/").expect_err("bad scheme");
+        assert!(!err.contains("secret"), "{err}");
+        assert_eq!(
+            redact_userinfo("s3:https://k:s@h/b"),
+            "s3:https://k:***@h/b"
+        );
+    }
+}

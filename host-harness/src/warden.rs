@@ -1,0 +1,99 @@
+//! The main job, shared by every command: read a repository's locks, ask the
+//! policy, and remove exactly what it judged stale.
+
+use std::sync::Arc;
+
+use crate::caps::{Evidence, LogLine};
+use crate::contract::{Action, EvaluateRequest, Lock, UnreadableLock, Verdict};
+use crate::plugin::{PluginError, Policy, Runtime};
+use crate::repo::backend::Removal;
+use crate::repo::{RepoError, Repository};
+
+/// Why an assessment failed. Nothing is removed after either.
+#[derive(Debug, thiserror::Error)]
+pub enum AssessError {
+    /// The repository could not be read.
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+    /// The policy failed.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+}
+
+/// Every lock of a repository at one moment, with the policy's verdicts.
+#[derive(Debug)]
+pub struct Assessment {
+    /// The time the policy was given.
+    pub now: i64,
+    /// The locks read, each with its verdict, in listing order.
+    pub locks: Vec<(Lock, Verdict)>,
+    /// The unreadable files, each with its verdict.
+    pub unreadable: Vec<(UnreadableLock, Verdict)>,
+    /// What the policy logged.
+    pub logs: Vec<LogLine>,
+}
+
+impl Assessment {
+    /// The verdicts that say `remove`, with the lock each is about.
+    pub fn stale(&self) -> impl Iterator<Item = (&str, &Verdict)> {
+        let locks = self.locks.iter().map(|(l, v)| (l.id.as_str(), v));
+        let files = self.unreadable.iter().map(|(u, v)| (u.id.as_str(), v));
+        locks
+            .chain(files)
+            .filter(|(_, v)| v.action == Action::Remove)
+    }
+}
+
+/// Reads the locks of `repo` and has `policy` judge them at `now`.
+pub fn assess(
+    repo: &Repository,
+    runtime: &Runtime,
+    policy: &Policy,
+    evidence: Arc<dyn Evidence>,
+    settings: &[(String, String)],
+    now: i64,
+) -> Result<Assessment, AssessError> {
+    let set = repo.read_locks()?;
+    let request = EvaluateRequest {
+        repository: repo.describe(),
+        locks: set.locks,
+        unreadable: set.unreadable,
+        settings: settings.to_vec(),
+    };
+    let outcome = runtime.evaluate(policy, now, evidence, &request)?;
+    // validate() returned the verdicts in input order: locks, then files.
+    let mut verdicts = outcome.verdicts.into_iter();
+    let locks = request.locks.into_iter().zip(verdicts.by_ref()).collect();
+    let unreadable = request.unreadable.into_iter().zip(verdicts).collect();
+    Ok(Assessment {
+        now,
+        locks,
+        unreadable,
+        logs: outcome.logs,
+    })
+}
+
+/// What happened to one lock judged stale.
+#[derive(Debug)]
+pub struct RemovalResult {
+    /// The lock id.
+    pub id: String,
+    /// The verdict that judged it stale.
+    pub verdict: Verdict,
+    /// Removed, already gone, or the error.
+    pub result: Result<Removal, RepoError>,
+}
+
+/// Removes every lock `assessment` judged stale, and only those: each id is
+/// one that was read and evaluated. Keeps going past a failed removal, so one
+/// bad file does not leave the others in place.
+pub fn remove_stale(repo: &Repository, assessment: &Assessment) -> Vec<RemovalResult> {
+    assessment
+        .stale()
+        .map(|(id, verdict)| RemovalResult {
+            id: id.to_owned(),
+            verdict: verdict.clone(),
+            result: repo.remove_lock(id),
+        })
+        .collect()
+}
