@@ -1,13 +1,63 @@
 #!/usr/bin/env bash
-# The demo: the default policy judging a recorded request with one lock of
-# each kind (expired, fresh, dead holder, live holder, future-dated,
-# unreadable).
+# The demo: a scratch restic repository with one lock left by a backup that
+# was kill -9'd and one held by a backup that is still running. lockwarden
+# checks it, removes the dead holder's lock, keeps the live one, and restic
+# works again. Needs restic (make setup installs it).
 set -euo pipefail
-bin=${1:-target/release/lockwarden}
-here=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(realpath "${1:-target/release/lockwarden}")
+work=$(mktemp -d)
+live_pid=""
+cleanup() {
+  [ -n "${live_fd:-}" ] && exec {live_fd}>&- || true
+  [ -n "$live_pid" ] && wait "$live_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
 
-echo "== lockwarden policy info"
-"$bin" policy info
-echo
-echo "== lockwarden policy eval --request examples/request.json"
-"$bin" policy eval --request "$here/examples/request.json"
+export RESTIC_REPOSITORY="$work/repo" RESTIC_PASSWORD="demo password" RESTIC_CACHE_DIR="$work/cache"
+export LOCKWARDEN_CACHE_DIR="$work/lockwarden-cache"
+locks() { ls "$RESTIC_REPOSITORY/locks" | wc -l; }
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+# Starts `restic backup --stdin` reading from a fifo that this shell holds
+# open, and waits until its lock file exists. Sets holder_pid and holder_fd.
+start_holder() {
+  local before; before=$(locks)
+  mkfifo "$work/$1.fifo"
+  restic backup --quiet --stdin --stdin-filename "$1" < "$work/$1.fifo" &
+  holder_pid=$!
+  exec {holder_fd}>"$work/$1.fifo"
+  echo "data from $1" >&"$holder_fd"
+  for _ in $(seq 200); do [ "$(locks)" -gt "$before" ] && return; sleep 0.1; done
+  echo "restic wrote no lock" >&2; exit 1
+}
+
+say "restic init (in $work)"
+restic init --quiet
+
+say "a backup that gets kill -9'd: its lock stays behind"
+start_holder killed
+kill -9 "$holder_pid"; wait "$holder_pid" 2>/dev/null || true
+exec {holder_fd}>&-
+echo "restic backup (pid $holder_pid) killed"
+
+say "a backup that is still running: its lock is live"
+start_holder live
+live_pid=$holder_pid live_fd=$holder_fd
+echo "restic backup (pid $live_pid) running"
+
+say "restic is blocked: restic check (needs an exclusive lock)"
+restic check 2>&1 | head -3 || true
+
+say "lockwarden check"
+"$bin" check || echo "(exit $?: some locks would be removed)"
+
+say "lockwarden unlock"
+"$bin" unlock
+
+say "what is left: the live holder's lock, and nothing else"
+"$bin" check
+
+say "stop the live backup; it removes its own lock; restic works again"
+exec {live_fd}>&-; wait "$live_pid"; live_pid=""
+restic check --quiet && echo "restic check: no errors"

@@ -2,4 +2,5 @@
 //! in its own temporary directory.
 
 mod policy_cli;
+mod repo;
 mod runtime;

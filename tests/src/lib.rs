@@ -1,6 +1,9 @@
 //! Helpers for lockwarden's end-to-end tests: where the built binary and the
 //! test guests are, and running the binary.
 
+pub mod lock_writer;
+pub mod restic;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -1,0 +1,529 @@
+//! `lockwarden check` and `unlock` on real restic repositories, against real
+//! restic processes, compared with `restic unlock`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::restic::{Holder, REST_PASS, RestServer, TestRepo, free_port};
+use lockwarden_tests::{Finished, finish, lockwarden};
+use serde_json::Value;
+
+const MINUTE: i64 = 60;
+
+/// Runs `lockwarden <command> -r <repo> -p <password file> <extra>`.
+fn warden(repo: &TestRepo, command: &str, extra: &[&str]) -> Finished {
+    finish(
+        lockwarden(&repo.dir.path().join("cache"))
+            .args([command, "-r", &repo.location, "-p"])
+            .arg(repo.password_file())
+            .args(extra)
+            .env_remove("RESTIC_REPOSITORY")
+            .env_remove("RESTIC_PASSWORD"),
+    )
+}
+
+fn check_json(repo: &TestRepo) -> (i32, Value) {
+    let out = warden(repo, "check", &["--json"]);
+    let doc =
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("check --json: {e}: {out:?}"));
+    (out.code, doc)
+}
+
+/// (action, rule, reason) of lock `id` in a check document.
+fn verdict(doc: &Value, id: &str) -> (String, String, String) {
+    let entry = ["locks", "unreadable"]
+        .iter()
+        .flat_map(|k| doc[k].as_array().into_iter().flatten())
+        .find(|l| l["id"] == id)
+        .unwrap_or_else(|| panic!("no entry for {id} in {doc:#}"));
+    let s = |k: &str| entry[k].as_str().unwrap_or_default().to_owned();
+    (s("action"), s("rule"), s("reason"))
+}
+
+fn this_hostname() -> String {
+    lockwarden::caps::hostname().expect("this machine has a hostname")
+}
+
+fn ids(list: &[&String]) -> BTreeSet<String> {
+    list.iter().map(|s| (*s).clone()).collect()
+}
+
+/// Removes the locks a test left on purpose, so restic's exclusive commands
+/// can run in [`TestRepo::assert_usable`].
+fn clear_locks(repo: &TestRepo) {
+    for id in repo.lock_ids() {
+        std::fs::remove_file(repo.path.join("locks").join(id)).expect("remove test lock");
+    }
+}
+
+#[test]
+fn the_lock_writer_writes_what_restic_reads() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+    for encoding in [Encoding::Raw, Encoding::Zstd] {
+        let id = writer.write(&time_from_now(-60), "writer-host", 4242, true, encoding);
+        let out = repo.restic(&["cat", "lock", &id, "--no-lock"]);
+        assert_eq!(out.code, 0, "{encoding:?}: {out:?}");
+        let json: Value = serde_json::from_str(&out.stdout).expect("restic prints JSON");
+        assert_eq!(json["hostname"], "writer-host", "{encoding:?}");
+        assert_eq!(json["pid"], 4242);
+    }
+}
+
+#[test]
+fn a_killed_holder_is_removed_and_a_live_one_kept() {
+    let repo = TestRepo::init_local();
+    let live = Holder::start(&repo);
+    let dead = Holder::start(&repo).kill();
+
+    let (code, doc) = check_json(&repo);
+    assert_eq!(
+        code, 3,
+        "check exits 3 when something would be removed: {doc:#}"
+    );
+    let (action, rule, reason) = verdict(&doc, &dead);
+    assert_eq!(
+        (action.as_str(), rule.as_str()),
+        ("remove", "process-dead"),
+        "{reason}"
+    );
+    assert!(reason.contains("no process"), "{reason}");
+    let (action, rule, reason) = verdict(&doc, &live.lock_id);
+    assert_eq!(
+        (action.as_str(), rule.as_str()),
+        ("keep", "holder-alive"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&format!("process {}", live.pid)),
+        "{reason}"
+    );
+    assert_eq!(doc["repository"]["backend"], "local");
+    assert_eq!(doc["summary"]["remove"], 1);
+
+    let out = warden(&repo, "unlock", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains(&format!("removed {}", &dead[..8])),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("process-dead"), "{}", out.stdout);
+    let left = repo.lock_ids();
+    assert!(!left.contains(&dead), "the dead holder's lock is gone");
+    assert!(left.contains(&live.lock_id), "the live holder's lock stays");
+
+    drop(live);
+    repo.assert_usable();
+}
+
+#[test]
+fn locks_from_other_hosts_are_judged_by_age() {
+    let repo = TestRepo::init_local();
+    // Written by restic itself on "otherhost", then killed: young, kept.
+    let restic_young = Holder::start_on_host(&repo, "otherhost").kill();
+    let writer = LockWriter::new(&repo);
+    let old = writer.write(
+        &time_from_now(-31 * MINUTE),
+        "otherhost",
+        77,
+        true,
+        Encoding::Raw,
+    );
+    let young = writer.write(
+        &time_from_now(-10 * MINUTE),
+        "otherhost",
+        78,
+        false,
+        Encoding::Zstd,
+    );
+    let future = writer.write(
+        &time_from_now(120 * MINUTE),
+        "skewed",
+        79,
+        false,
+        Encoding::Zstd,
+    );
+
+    let (code, doc) = check_json(&repo);
+    assert_eq!(code, 3);
+    let rule = |id: &str| {
+        let (a, r, _) = verdict(&doc, id);
+        (a, r)
+    };
+    assert_eq!(rule(&restic_young), ("keep".into(), "fresh".into()));
+    assert_eq!(rule(&old), ("remove".into(), "expired".into()));
+    assert_eq!(rule(&young), ("keep".into(), "fresh".into()));
+    assert_eq!(rule(&future), ("keep".into(), "future-time".into()));
+    let (_, _, reason) = verdict(&doc, &restic_young);
+    assert!(
+        reason.contains("otherhost"),
+        "evidence detail is in the reason: {reason}"
+    );
+
+    assert_eq!(warden(&repo, "unlock", &[]).code, 0);
+    assert_eq!(repo.lock_ids(), ids(&[&restic_young, &young, &future]));
+    clear_locks(&repo);
+    repo.assert_usable();
+}
+
+#[test]
+fn a_reused_pid_does_not_keep_a_lock_alive() {
+    let repo = TestRepo::init_local();
+    // A process that exists now but started long after the lock's time.
+    let mut sleeper = Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("spawn sleep");
+    let writer = LockWriter::new(&repo);
+    let id = writer.write(
+        &time_from_now(-10 * MINUTE),
+        &this_hostname(),
+        i64::from(sleeper.id()),
+        false,
+        Encoding::Zstd,
+    );
+    let (_, doc) = check_json(&repo);
+    let (action, rule, reason) = verdict(&doc, &id);
+    assert_eq!(
+        (action.as_str(), rule.as_str()),
+        ("remove", "process-dead"),
+        "{reason}"
+    );
+    assert!(reason.contains("pid reused"), "{reason}");
+    assert_eq!(warden(&repo, "unlock", &[]).code, 0);
+    assert!(repo.lock_ids().is_empty());
+    assert!(
+        sleeper.try_wait().expect("poll").is_none(),
+        "the sleeper was not signalled"
+    );
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    repo.assert_usable();
+}
+
+#[test]
+fn unreadable_lock_files_are_reported_and_never_removed() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+    // Empty (never under e3b0c442..., the SHA-256 of nothing, which makes
+    // restic 0.14 panic).
+    let empty = "0e".repeat(32);
+    writer.write_named(&empty, b"");
+    let corrupt = writer.write_bytes(&[0x5a; 200]);
+    // A lock sealed with another repository's key.
+    let other = TestRepo::init_local();
+    let foreign_id =
+        LockWriter::new(&other).write(&time_from_now(-40 * MINUTE), "x", 1, false, Encoding::Raw);
+    let foreign_bytes = std::fs::read(other.path.join("locks").join(&foreign_id)).expect("read");
+    writer.write_named(&foreign_id, &foreign_bytes);
+    // A valid lock stored under the wrong name.
+    let misnamed = "ab".repeat(32);
+    let good = writer.write(&time_from_now(-40 * MINUTE), "x", 1, false, Encoding::Raw);
+    let good_bytes = std::fs::read(repo.path.join("locks").join(&good)).expect("read");
+    std::fs::remove_file(repo.path.join("locks").join(&good)).expect("rm");
+    writer.write_named(&misnamed, &good_bytes);
+
+    let (code, doc) = check_json(&repo);
+    assert_eq!(code, 0, "nothing to remove: {doc:#}");
+    let problem = |id: &str| {
+        let (action, rule, _) = verdict(&doc, id);
+        assert_eq!(
+            (action.as_str(), rule.as_str()),
+            ("keep", "unreadable"),
+            "{id}"
+        );
+        doc["unreadable"]
+            .as_array()
+            .expect("unreadable")
+            .iter()
+            .find(|u| u["id"] == id)
+            .and_then(|u| u["problem"].as_str())
+            .expect("problem")
+            .to_owned()
+    };
+    assert_eq!(problem(&empty), "empty file");
+    assert!(
+        problem(&corrupt).contains("MAC check failed"),
+        "{}",
+        problem(&corrupt)
+    );
+    assert!(
+        problem(&foreign_id).contains("MAC check failed"),
+        "{}",
+        problem(&foreign_id)
+    );
+    assert!(
+        problem(&misnamed).contains("does not match its name"),
+        "{}",
+        problem(&misnamed)
+    );
+
+    let before = repo.lock_ids();
+    let out = warden(&repo, "unlock", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(repo.lock_ids(), before, "unreadable files stay");
+    let text = warden(&repo, "check", &[]);
+    assert!(
+        text.stdout
+            .contains("unreadable 0e0e0e0e (0 bytes): empty file"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn a_wrong_password_exits_12_and_touches_nothing() {
+    let repo = TestRepo::init_local();
+    let stale = LockWriter::new(&repo).write(
+        &time_from_now(-2 * 60 * MINUTE),
+        "gone",
+        5,
+        true,
+        Encoding::Raw,
+    );
+    let wrong = repo.dir.path().join("wrong-password");
+    std::fs::write(&wrong, "not the password").expect("write");
+    let out = finish(
+        lockwarden(&repo.dir.path().join("cache"))
+            .args(["unlock", "-r", &repo.location, "--password-file"])
+            .arg(&wrong),
+    );
+    assert_eq!(out.code, 12, "{out:?}");
+    assert!(out.stderr.contains("wrong password"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&repo.location),
+        "names the repository: {}",
+        out.stderr
+    );
+    assert!(repo.lock_ids().contains(&stale), "nothing was removed");
+}
+
+#[test]
+fn a_missing_repository_exits_10() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("pw"), "x").expect("pw");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).expect("mkdir");
+    for location in [dir.path().join("nothing-here"), empty] {
+        let out = finish(
+            lockwarden(&dir.path().join("cache"))
+                .arg("check")
+                .arg("-r")
+                .arg(&location)
+                .arg("-p")
+                .arg(dir.path().join("pw")),
+        );
+        assert_eq!(out.code, 10, "{out:?}");
+        assert!(
+            out.stderr.contains("no restic repository at"),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains("restic init"),
+            "says what to do: {}",
+            out.stderr
+        );
+    }
+    let usage = finish(
+        lockwarden(&dir.path().join("cache"))
+            .arg("check")
+            .env_remove("RESTIC_REPOSITORY"),
+    );
+    assert_eq!(usage.code, 2, "{usage:?}");
+    assert!(
+        usage.stderr.contains("no repository given"),
+        "{}",
+        usage.stderr
+    );
+}
+
+#[test]
+fn repository_and_password_come_from_restics_environment_variables() {
+    let repo = TestRepo::init_local();
+    let stale = LockWriter::new(&repo).write(
+        &time_from_now(-45 * MINUTE),
+        "gone",
+        5,
+        false,
+        Encoding::Raw,
+    );
+    let location_file = repo.dir.path().join("repository");
+    std::fs::write(&location_file, format!("{}\n", repo.location)).expect("write");
+    let out = finish(
+        lockwarden(&repo.dir.path().join("cache"))
+            .arg("check")
+            .env("RESTIC_REPOSITORY_FILE", &location_file)
+            .env(
+                "RESTIC_PASSWORD_COMMAND",
+                format!("cat {}", repo.password_file().display()),
+            )
+            .env_remove("RESTIC_REPOSITORY"),
+    );
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(out.stdout.contains(&stale[..8]), "{}", out.stdout);
+    let both = finish(
+        lockwarden(&repo.dir.path().join("cache"))
+            .args(["check", "-r", &repo.location])
+            .env("RESTIC_REPOSITORY_FILE", &location_file)
+            .env("RESTIC_PASSWORD", "x"),
+    );
+    assert_eq!(
+        both.code, 2,
+        "-r and a repository file conflict, as in restic: {both:?}"
+    );
+}
+
+/// On copies of one repository holding only locks about which nothing is
+/// known, lockwarden removes exactly what `restic unlock` removes.
+#[test]
+fn with_no_evidence_lockwarden_removes_what_restic_unlock_removes() {
+    let repo = TestRepo::init_local();
+    let restic_lock = Holder::start_on_host(&repo, "parity-host").kill();
+    let writer = LockWriter::new(&repo);
+    for (n, minutes) in [-200, -61, -31, -30, -29, -5, 0, 3, 90]
+        .into_iter()
+        .enumerate()
+    {
+        let encoding = if n % 2 == 0 {
+            Encoding::Raw
+        } else {
+            Encoding::Zstd
+        };
+        writer.write(
+            &time_from_now(minutes * MINUTE),
+            &format!("host-{n}"),
+            100 + n as i64,
+            n % 3 == 0,
+            encoding,
+        );
+    }
+    let copy = |name: &str| {
+        let to = repo.dir.path().join(name);
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(&repo.path)
+            .arg(&to)
+            .status()
+            .expect("cp");
+        assert!(status.success());
+        TestRepo::at(to.display().to_string(), to)
+    };
+    let (ours, theirs) = (copy("for-lockwarden"), copy("for-restic"));
+    assert_eq!(warden(&ours, "unlock", &[]).code, 0);
+    let restic = theirs.restic(&["unlock"]);
+    assert_eq!(restic.code, 0, "{restic:?}");
+    let (left_ours, left_theirs) = (ours.lock_ids(), theirs.lock_ids());
+    assert_eq!(
+        left_ours, left_theirs,
+        "lockwarden kept exactly what restic unlock kept"
+    );
+    assert!(left_ours.contains(&restic_lock));
+    assert!(
+        left_ours.len() >= 5 && left_ours.len() < 10,
+        "both kept some and removed some: {left_ours:?}"
+    );
+    clear_locks(&ours);
+    ours.assert_usable();
+}
+
+#[test]
+fn the_same_repository_over_rest() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = RestServer::start(&dir.path().join("served"));
+    let repo = TestRepo::at(
+        format!("rest:{}/repo", server.base),
+        server.root.join("repo"),
+    );
+    repo.init();
+    let live = Holder::start(&repo);
+    let dead = Holder::start(&repo).kill();
+    let writer = LockWriter::new(&repo);
+    let old = writer.write(
+        &time_from_now(-31 * MINUTE),
+        "elsewhere",
+        9,
+        true,
+        Encoding::Zstd,
+    );
+
+    let (code, doc) = check_json(&repo);
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(doc["repository"]["backend"], "rest");
+    assert_eq!(verdict(&doc, &dead).1, "process-dead");
+    assert_eq!(verdict(&doc, &old).1, "expired");
+    assert_eq!(verdict(&doc, &live.lock_id).1, "holder-alive");
+    let shown = doc["repository"]["location"].as_str().expect("location");
+    assert!(
+        shown.contains(":***@") && !shown.contains(REST_PASS),
+        "{shown}"
+    );
+
+    let out = warden(&repo, "unlock", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stdout.contains(REST_PASS) && !out.stderr.contains(REST_PASS));
+    assert_eq!(repo.lock_ids(), ids(&[&live.lock_id]));
+    drop(live);
+    repo.assert_usable();
+}
+
+#[test]
+fn an_unreachable_server_is_an_error_that_names_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = TestRepo::at(
+        format!("rest:http://user:hunter2@127.0.0.1:{}/repo", free_port()),
+        dir.path().join("none"),
+    );
+    let out = warden(&repo, "unlock", &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("cannot reach rest:http://user:***@127.0.0.1"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("is the server running"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("hunter2"));
+}
+
+#[test]
+fn other_backends_are_read_through_restic_and_unlock_refuses_there() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("repo");
+    let repo = TestRepo::at(format!("rclone:{}", path.display()), path.clone());
+    repo.init();
+    let stale = LockWriter::for_dir(Path::new(&path), lockwarden_tests::restic::PASSWORD).write(
+        &time_from_now(-40 * MINUTE),
+        "far",
+        3,
+        false,
+        Encoding::Zstd,
+    );
+    let (code, doc) = check_json(&repo);
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(doc["repository"]["backend"], "rclone");
+    assert_eq!(verdict(&doc, &stale).1, "expired");
+    let out = warden(&repo, "unlock", &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("only in local and rest: repositories"),
+        "{}",
+        out.stderr
+    );
+    assert!(repo.lock_ids().contains(&stale), "nothing removed");
+    let dry = warden(&repo, "unlock", &["--dry-run"]);
+    assert_eq!(dry.code, 0, "{dry:?}");
+    assert!(
+        dry.stdout
+            .contains(&format!("would remove {}", &stale[..8])),
+        "{}",
+        dry.stdout
+    );
+}

@@ -1,0 +1,269 @@
+//! Real restic repositories for tests: created by the `restic` binary, with
+//! lock holders that are real restic processes.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::{Finished, finish};
+
+/// The password of every test repository.
+pub const PASSWORD: &str = "correct horse battery staple";
+
+/// A restic repository in a temporary directory (local) or behind a server.
+pub struct TestRepo {
+    /// Holds the password file and, for local repositories, the repository.
+    pub dir: tempfile::TempDir,
+    /// What `-r` takes.
+    pub location: String,
+    /// The repository directory on disk (for REST: the server's directory).
+    pub path: PathBuf,
+}
+
+impl TestRepo {
+    /// `restic init` in a fresh temporary directory.
+    pub fn init_local() -> TestRepo {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("repo");
+        let repo = TestRepo {
+            location: path.display().to_string(),
+            path,
+            dir,
+        };
+        repo.init();
+        repo
+    }
+
+    /// A repository at `location` whose files live in `path`, not yet
+    /// initialised.
+    pub fn at(location: String, path: PathBuf) -> TestRepo {
+        TestRepo {
+            dir: tempfile::tempdir().expect("temp dir"),
+            location,
+            path,
+        }
+    }
+
+    /// Runs `restic init`.
+    pub fn init(&self) {
+        std::fs::write(self.password_file(), PASSWORD).expect("write password file");
+        let out = self.restic(&["init"]);
+        assert_eq!(out.code, 0, "restic init failed: {out:?}");
+    }
+
+    /// The file holding [`PASSWORD`].
+    pub fn password_file(&self) -> PathBuf {
+        let file = self.dir.path().join("password");
+        if !file.exists() {
+            std::fs::write(&file, PASSWORD).expect("write password file");
+        }
+        file
+    }
+
+    /// A `restic` command for this repository.
+    pub fn restic_command(&self) -> Command {
+        let mut command = Command::new("restic");
+        command
+            .env("RESTIC_REPOSITORY", &self.location)
+            .env("RESTIC_PASSWORD_FILE", self.password_file())
+            .env("RESTIC_CACHE_DIR", self.dir.path().join("restic-cache"))
+            .env_remove("RESTIC_PASSWORD");
+        command
+    }
+
+    /// Runs restic with `args` to completion.
+    pub fn restic(&self, args: &[&str]) -> Finished {
+        finish(self.restic_command().args(args))
+    }
+
+    /// The ids in `locks/`, read from the directory.
+    pub fn lock_ids(&self) -> BTreeSet<String> {
+        match std::fs::read_dir(self.path.join("locks")) {
+            Ok(entries) => entries
+                .map(|e| {
+                    e.expect("dir entry")
+                        .file_name()
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect(),
+            Err(_) => BTreeSet::new(),
+        }
+    }
+
+    /// `restic backup` of a small directory and `restic check` both succeed:
+    /// the repository works after whatever the test did.
+    pub fn assert_usable(&self) {
+        let data = self.dir.path().join("data");
+        std::fs::create_dir_all(&data).expect("data dir");
+        std::fs::write(data.join("file"), b"backed up after unlock").expect("data file");
+        let backup = self.restic(&["backup", data.to_str().expect("utf-8")]);
+        assert_eq!(backup.code, 0, "restic backup failed: {backup:?}");
+        let check = self.restic(&["check"]);
+        assert_eq!(check.code, 0, "restic check failed: {check:?}");
+    }
+}
+
+/// A real `restic backup --stdin` that holds a lock while its stdin is open.
+pub struct Holder {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    /// The lock it wrote.
+    pub lock_id: String,
+    /// Its pid.
+    pub pid: u32,
+}
+
+impl Holder {
+    /// Starts a holder and waits for its lock to appear.
+    pub fn start(repo: &TestRepo) -> Holder {
+        Holder::start_with(repo, repo.restic_command())
+    }
+
+    /// Starts a holder in its own UTS namespace with hostname `hostname`
+    /// (`unshare --uts`, which needs root).
+    pub fn start_on_host(repo: &TestRepo, hostname: &str) -> Holder {
+        let inner = repo.restic_command();
+        let mut command = Command::new("unshare");
+        command.args(["--uts", "sh", "-c"]).arg(format!(
+            "hostname {hostname} && exec restic backup --stdin --stdin-filename held"
+        ));
+        for (k, v) in inner.get_envs() {
+            match v {
+                Some(v) => command.env(k, v),
+                None => command.env_remove(k),
+            };
+        }
+        Holder::spawn(repo, command)
+    }
+
+    fn start_with(repo: &TestRepo, mut command: Command) -> Holder {
+        command.args(["backup", "--stdin", "--stdin-filename", "held"]);
+        Holder::spawn(repo, command)
+    }
+
+    fn spawn(repo: &TestRepo, mut command: Command) -> Holder {
+        let before = repo.lock_ids();
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn restic backup --stdin");
+        let stdin = child.stdin.take();
+        stdin
+            .as_ref()
+            .map(|mut s| s.write_all(b"some data"))
+            .transpose()
+            .expect("write to restic");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let lock_id = loop {
+            if let Some(id) = repo.lock_ids().difference(&before).next() {
+                break id.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "restic wrote no lock within 30 s"
+            );
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("restic backup --stdin exited early: {status}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let pid = child.id();
+        Holder {
+            child,
+            stdin,
+            lock_id,
+            pid,
+        }
+    }
+
+    /// SIGKILL: the holder dies and leaves its lock behind.
+    pub fn kill(mut self) -> String {
+        self.child.kill().expect("kill restic");
+        self.child.wait().expect("reap restic");
+        self.lock_id.clone()
+    }
+}
+
+impl Drop for Holder {
+    /// Ends stdin so restic finishes its backup and removes its own lock;
+    /// kills it only if it has not exited within 30 s.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `rclone serve restic` on 127.0.0.1, with basic auth, serving `root`.
+pub struct RestServer {
+    child: Child,
+    /// `http://user:pass@127.0.0.1:port`.
+    pub base: String,
+    /// The directory it serves.
+    pub root: PathBuf,
+}
+
+/// The REST server's credentials.
+pub const REST_USER: &str = "warden";
+/// The REST server's password.
+pub const REST_PASS: &str = "s3cr3t-pass";
+
+impl RestServer {
+    /// Starts a server for `root` and waits until it accepts connections.
+    pub fn start(root: &Path) -> RestServer {
+        std::fs::create_dir_all(root).expect("server root");
+        let port = free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let child = Command::new("rclone")
+            .args([
+                "serve", "restic", "--addr", &addr, "--user", REST_USER, "--pass", REST_PASS,
+            ])
+            .arg(root)
+            .env("RCLONE_CONFIG", "/dev/null")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start rclone serve restic (apt-get install rclone)");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(&addr).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "rclone serve restic did not start on {addr}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        RestServer {
+            child,
+            base: format!("http://{REST_USER}:{REST_PASS}@{addr}"),
+            root: root.to_owned(),
+        }
+    }
+}
+
+impl Drop for RestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
