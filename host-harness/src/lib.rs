@@ -23,7 +23,7 @@ pub mod contract {
         additional_derives: [PartialEq, Eq],
     });
 
-    pub use lockwarden::policy::types::{
+    pub use self::lockwarden::policy::types::{
         Action, EvaluateRequest, Liveness, Lock, PolicyError, PolicyInfo, Repository, SettingInfo,
         UnreadableLock, Verdict,
     };
