@@ -2,19 +2,23 @@
 # The demo: a scratch restic repository with one lock left by a backup that
 # was kill -9'd and one held by a backup that is still running. lockwarden
 # checks it, removes the dead holder's lock, keeps the live one, and restic
-# works again. Needs restic (make setup installs it).
+# works again. Needs restic (make setup installs it). The repository stays in
+# target/demo/ for `lockwarden watch --config examples/watch.toml`.
 set -euo pipefail
 bin=$(realpath "${1:-target/release/lockwarden}")
-work=$(mktemp -d)
+here=$(cd "$(dirname "$0")/.." && pwd)
+work="$here/target/demo"
+rm -rf "$work" && mkdir -p "$work"
 live_pid=""
 cleanup() {
   [ -n "${live_fd:-}" ] && exec {live_fd}>&- || true
   [ -n "$live_pid" ] && wait "$live_pid" 2>/dev/null || true
-  rm -rf "$work"
+  rm -f "$work"/*.fifo
 }
 trap cleanup EXIT
 
-export RESTIC_REPOSITORY="$work/repo" RESTIC_PASSWORD="demo password" RESTIC_CACHE_DIR="$work/cache"
+printf 'demo password' > "$work/password"
+export RESTIC_REPOSITORY="$work/repo" RESTIC_PASSWORD_FILE="$work/password" RESTIC_CACHE_DIR="$work/cache"
 export LOCKWARDEN_CACHE_DIR="$work/lockwarden-cache"
 locks() { ls "$RESTIC_REPOSITORY/locks" | wc -l; }
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -61,3 +65,6 @@ say "what is left: the live holder's lock, and nothing else"
 say "stop the live backup; it removes its own lock; restic works again"
 exec {live_fd}>&-; wait "$live_pid"; live_pid=""
 restic check --quiet && echo "restic check: no errors"
+echo
+echo "The repository stays in target/demo/repo; watch it with:"
+echo "  $bin watch --config examples/watch.toml    (metrics: curl 127.0.0.1:9567/metrics)"

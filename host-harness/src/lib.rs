@@ -8,11 +8,13 @@
 //! ([`request`]).
 
 pub mod caps;
+pub mod first_seen;
 pub mod plugin;
 pub mod repo;
 pub mod request;
 pub mod time;
 pub mod warden;
+pub mod watch;
 
 /// Bindings generated from `wit/`, the one contract shared with policies.
 #[allow(missing_docs)]

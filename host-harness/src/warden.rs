@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::caps::{Evidence, LogLine};
 use crate::contract::{Action, EvaluateRequest, Lock, UnreadableLock, Verdict};
+use crate::first_seen::{FirstSeenStore, StoreError};
 use crate::plugin::{PluginError, Policy, Runtime};
 use crate::repo::backend::Removal;
 use crate::repo::{RepoError, Repository};
@@ -18,6 +19,9 @@ pub enum AssessError {
     /// The policy failed.
     #[error(transparent)]
     Plugin(#[from] PluginError),
+    /// The first-seen store could not be used.
+    #[error(transparent)]
+    FirstSeen(#[from] StoreError),
 }
 
 /// Every lock of a repository at one moment, with the policy's verdicts.
@@ -44,16 +48,37 @@ impl Assessment {
     }
 }
 
-/// Reads the locks of `repo` and has `policy` judge them at `now`.
+/// What a judgement needs besides the repository.
+pub struct Judgement<'a> {
+    /// Runs the policy.
+    pub runtime: &'a Runtime,
+    /// The policy.
+    pub policy: &'a Policy,
+    /// Evidence about holders.
+    pub evidence: Arc<dyn Evidence>,
+    /// The policy's settings.
+    pub settings: &'a [(String, String)],
+    /// Where first-seen times are kept, if anywhere.
+    pub first_seen: Option<&'a FirstSeenStore>,
+}
+
+/// Reads the locks of `repo` and has the policy judge them at `now`.
 pub fn assess(
     repo: &Repository,
-    runtime: &Runtime,
-    policy: &Policy,
-    evidence: Arc<dyn Evidence>,
-    settings: &[(String, String)],
+    judgement: Judgement<'_>,
     now: i64,
 ) -> Result<Assessment, AssessError> {
-    let set = repo.read_locks()?;
+    let Judgement {
+        runtime,
+        policy,
+        evidence,
+        settings,
+        first_seen,
+    } = judgement;
+    let mut set = repo.read_locks()?;
+    if let Some(store) = first_seen {
+        store.observe(&repo.config().id, &mut set.locks, now)?;
+    }
     let request = EvaluateRequest {
         repository: repo.describe(),
         locks: set.locks,

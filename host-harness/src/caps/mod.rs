@@ -1,11 +1,15 @@
 //! What the host gives a policy: the time, evidence about lock holders, and a
 //! log. Policies see none of the machine except through these.
 
+mod inventory;
+mod live;
 mod process;
 #[cfg(target_os = "linux")]
 mod process_linux;
 mod recorded;
 
+pub use inventory::{HostRecord, Inventory, InventorySource};
+pub use live::{EvidenceConfig, LiveEvidence, OwnChildren};
 pub use process::{LocalProcesses, Probe, ProcessTable};
 #[cfg(target_os = "linux")]
 pub use process_linux::{LinuxProcesses, hostname, pid_namespace_problem};

@@ -11,12 +11,15 @@ use super::judge::{Judge, JudgeArgs};
 pub struct CheckArgs {
     #[command(flatten)]
     judge: JudgeArgs,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let judge = args.judge.open()?;
     let assessment = judge.assess()?;
-    if args.judge.json {
+    if args.json {
         outln!(
             "{}",
             serde_json::to_string_pretty(&judge.report_json(&assessment))?

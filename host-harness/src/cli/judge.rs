@@ -1,23 +1,24 @@
 //! What `check` and `unlock` share: the options, the assessment, and the
 //! report in text and JSON.
 
-use std::sync::Arc;
-
 use clap::Args;
 use jiff::SignedDuration;
-use lockwarden::caps::{Evidence, LinuxProcesses, LocalProcesses, hostname, pid_namespace_problem};
+use lockwarden::caps::{EvidenceConfig, OwnChildren};
 use lockwarden::contract::{Lock, UnreadableLock, Verdict};
+use lockwarden::first_seen::FirstSeenStore;
 use lockwarden::plugin::{Policy, Runtime};
 use lockwarden::repo::Repository;
 use lockwarden::time::{format_rfc3339, now};
-use lockwarden::warden::{Assessment, assess};
+use lockwarden::warden::{Assessment, Judgement, assess};
 use serde_json::{Value, json};
 
+use super::evidence_args::EvidenceArgs;
 use super::policy::{action_name, policy_json, print_logs};
 use super::repo_args::RepoArgs;
 use super::{PolicyArgs, UsageError};
 
-/// Options of every command that judges a repository's locks.
+/// Options of every command that judges a repository's locks (`check`,
+/// `unlock`, `run`).
 #[derive(Debug, Args)]
 pub struct JudgeArgs {
     #[command(flatten)]
@@ -27,13 +28,8 @@ pub struct JudgeArgs {
     /// A policy setting, e.g. `--set stale-after=45m` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_setting)]
     pub settings: Vec<(String, String)>,
-    /// Trust that pids in locks written on this hostname are this pid
-    /// namespace's, even when lockwarden runs in a container.
-    #[arg(long)]
-    pub trust_local_pids: bool,
-    /// Print one JSON document instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub evidence: EvidenceArgs,
 }
 
 fn parse_setting(text: &str) -> Result<(String, String), String> {
@@ -48,50 +44,51 @@ pub struct Judge {
     pub repo: Repository,
     pub runtime: Runtime,
     pub policy: Policy,
-    evidence: Arc<dyn Evidence>,
+    evidence: EvidenceConfig,
     settings: Vec<(String, String)>,
+    first_seen: Option<FirstSeenStore>,
+    children: Option<OwnChildren>,
 }
 
 impl JudgeArgs {
     /// Loads the policy, then opens the repository (so that a broken policy
     /// fails before the slow key derivation).
     pub fn open(&self) -> anyhow::Result<Judge> {
+        self.evidence.validate()?;
         let location = self.repo.location()?;
         let password = self.repo.password()?;
         let (runtime, policy) = self.policy.load()?;
         let repo = Repository::open(location, &password)?;
-        let untrusted = if self.trust_local_pids {
-            None
-        } else {
-            pid_namespace_problem()
-        };
-        let evidence = Arc::new(LocalProcesses::new(
-            LinuxProcesses::new(),
-            hostname(),
-            untrusted,
-        ));
         Ok(Judge {
             repo,
             runtime,
             policy,
-            evidence,
+            evidence: self.evidence.config(),
             settings: self.settings.clone(),
+            first_seen: self.evidence.first_seen(),
+            children: None,
         })
     }
 }
 
 impl Judge {
+    /// Treats locks of these pids (restic processes lockwarden started) as
+    /// alive.
+    pub fn with_children(mut self, children: OwnChildren) -> Self {
+        self.children = Some(children);
+        self
+    }
+
     /// Reads and judges every lock now.
     pub fn assess(&self) -> anyhow::Result<Assessment> {
-        let assessment = assess(
-            &self.repo,
-            &self.runtime,
-            &self.policy,
-            self.evidence.clone(),
-            &self.settings,
-            now(),
-        )
-        .map_err(|e| match e {
+        let judgement = Judgement {
+            runtime: &self.runtime,
+            policy: &self.policy,
+            evidence: self.evidence.gather(self.children.clone()),
+            settings: &self.settings,
+            first_seen: self.first_seen.as_ref(),
+        };
+        let assessment = assess(&self.repo, judgement, now()).map_err(|e| match e {
             lockwarden::warden::AssessError::Plugin(p) if p.is_usage() => {
                 anyhow::Error::from(UsageError(p.to_string()))
             }

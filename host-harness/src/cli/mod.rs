@@ -10,10 +10,13 @@ macro_rules! outln {
 }
 
 mod check;
+mod evidence_args;
 mod judge;
 mod policy;
 mod repo_args;
+mod run;
 mod unlock;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,8 +47,43 @@ pub mod code {
 #[derive(Debug, Parser)]
 #[command(name = "lockwarden", version, about, max_term_width = 100)]
 pub struct Cli {
+    /// How to write log messages to stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Human)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Log formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// One readable line per message.
+    Human,
+    /// One JSON object per message.
+    Json,
+}
+
+/// Sends `tracing` output to stderr. `LOCKWARDEN_LOG` (e.g. `debug`)
+/// overrides the level.
+fn init_logging(format: LogFormat, long_running: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = if long_running {
+        "info"
+    } else {
+        "warn,lockwarden=info"
+    };
+    let filter =
+        EnvFilter::try_from_env("LOCKWARDEN_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false);
+    let _ = match (format, long_running) {
+        (LogFormat::Json, _) => builder.json().try_init(),
+        (LogFormat::Human, true) => builder.try_init(),
+        (LogFormat::Human, false) => builder.without_time().try_init(),
+    };
 }
 
 #[derive(Debug, Subcommand)]
@@ -54,6 +92,10 @@ enum Command {
     Check(check::CheckArgs),
     /// Remove the locks the policy judges stale (--dry-run: only say which).
     Unlock(unlock::UnlockArgs),
+    /// Remove stale locks, run restic, and retry while a lock blocks it.
+    Run(run::RunArgs),
+    /// Check many repositories periodically (TOML config), with metrics.
+    Watch(watch::WatchArgs),
     /// Inspect and run stale-lock policies.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
@@ -83,6 +125,21 @@ pub struct PolicyArgs {
 impl PolicyArgs {
     /// Starts a runtime and loads the chosen policy.
     fn load(&self) -> anyhow::Result<(Runtime, Policy)> {
+        let runtime = self.runtime()?;
+        let policy = match &self.policy {
+            None => runtime.load_default()?,
+            Some(path) => {
+                let bytes = std::fs::read(path).with_context(|| {
+                    format!("cannot read policy {}: check the path", path.display())
+                })?;
+                runtime.load(&path.display().to_string(), &bytes)?
+            }
+        };
+        Ok((runtime, policy))
+    }
+
+    /// Starts a runtime with these limits and this cache.
+    fn runtime(&self) -> anyhow::Result<Runtime> {
         let cache = if self.no_cache {
             None
         } else {
@@ -95,23 +152,13 @@ impl PolicyArgs {
             deadline: self.policy_timeout,
             memory: self.policy_memory.saturating_mul(1 << 20),
         };
-        let runtime = Runtime::new(limits, cache)
-            .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))?;
-        let policy = match &self.policy {
-            None => runtime.load_default()?,
-            Some(path) => {
-                let bytes = std::fs::read(path).with_context(|| {
-                    format!("cannot read policy {}: check the path", path.display())
-                })?;
-                runtime.load(&path.display().to_string(), &bytes)?
-            }
-        };
-        Ok((runtime, policy))
+        Runtime::new(limits, cache)
+            .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))
     }
 }
 
 /// Parses `90s`, `30m`, `2h`, `1h30m`, `500ms`.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let signed: jiff::SignedDuration = text
         .parse()
         .map_err(|_| format!("`{text}` is not a duration; use e.g. 500ms, 90s, 30m or 1h30m"))?;
@@ -120,9 +167,15 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    init_logging(
+        cli.log_format,
+        matches!(cli.command, Command::Run(_) | Command::Watch(_)),
+    );
     match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Unlock(args) => unlock::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Watch(args) => watch::run(&args),
         Command::Policy(command) => policy::run(command),
     }
 }

@@ -148,12 +148,12 @@ pub fn action_name(action: Action) -> &'static str {
 /// Writes what the policy logged to stderr.
 pub fn print_logs(policy: &Policy, logs: &[LogLine]) {
     for line in logs {
-        let level = match line.level {
-            LogLevel::Debug => "debug",
-            LogLevel::Info => "info",
-            LogLevel::Warn => "warning",
-            LogLevel::Error => "error",
-        };
-        eprintln!("{} {level}: {}", policy.info().name, line.message);
+        let name = &policy.info().name;
+        match line.level {
+            LogLevel::Debug => tracing::debug!(policy = %name, "{}", line.message),
+            LogLevel::Info => tracing::info!(policy = %name, "{}", line.message),
+            LogLevel::Warn => tracing::warn!(policy = %name, "{}", line.message),
+            LogLevel::Error => tracing::error!(policy = %name, "{}", line.message),
+        }
     }
 }

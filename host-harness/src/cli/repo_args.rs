@@ -1,8 +1,6 @@
 //! Repository and password options, taken the way restic takes them.
 
-use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use anyhow::Context;
 use clap::Args;
@@ -47,6 +45,11 @@ fn set<T: AsRef<std::ffi::OsStr>>(value: &Option<T>) -> Option<&T> {
 impl RepoArgs {
     /// The repository location: `-r` or the repository file, not both.
     pub fn location(&self) -> anyhow::Result<Location> {
+        Location::parse(&self.location_text()?).map_err(|e| UsageError(e).into())
+    }
+
+    /// The repository location as given, for passing on to restic.
+    pub fn location_text(&self) -> anyhow::Result<String> {
         let text = match (set(&self.repo), set(&self.repository_file)) {
             (Some(_), Some(_)) => {
                 return Err(UsageError(
@@ -70,7 +73,7 @@ impl RepoArgs {
                 .into());
             }
         };
-        Location::parse(&text).map_err(|e| UsageError(e).into())
+        Ok(text)
     }
 
     /// The password, in restic's order: the command, else the file, else
@@ -81,12 +84,8 @@ impl RepoArgs {
                 "--password-command and --password-file are mutually exclusive; give one".into(),
             )
             .into()),
-            (Some(command), None) => run_password_command(command),
-            (None, Some(file)) => {
-                let text = std::fs::read(file)
-                    .with_context(|| format!("cannot read password file {}", file.display()))?;
-                Ok(Password::new(text.trim_ascii().to_vec()))
-            }
+            (Some(command), None) => Password::from_command(command).map_err(anyhow::Error::msg),
+            (None, Some(file)) => Password::from_file(file).map_err(anyhow::Error::msg),
             (None, None) => match std::env::var_os("RESTIC_PASSWORD").filter(|v| !v.is_empty()) {
                 Some(p) => Ok(Password::new(p.into_encoded_bytes())),
                 None => Err(UsageError(
@@ -98,22 +97,4 @@ impl RepoArgs {
             },
         }
     }
-}
-
-fn run_password_command(command: &str) -> anyhow::Result<Password> {
-    let mut child = Command::new("sh")
-        .args(["-c", command])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("cannot run the password command")?;
-    let mut out = Vec::new();
-    child
-        .stdout
-        .take()
-        .context("the password command has no output")?
-        .read_to_end(&mut out)?;
-    let status = child.wait()?;
-    anyhow::ensure!(status.success(), "the password command failed ({status})");
-    Ok(Password::new(out.trim_ascii().to_vec()))
 }

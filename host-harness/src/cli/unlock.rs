@@ -15,6 +15,9 @@ use super::policy::action_name;
 pub struct UnlockArgs {
     #[command(flatten)]
     judge: JudgeArgs,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    json: bool,
     /// Say what would be removed, and remove nothing.
     #[arg(long)]
     dry_run: bool,
@@ -34,7 +37,7 @@ pub fn run(args: &UnlockArgs) -> anyhow::Result<ExitCode> {
     };
     let failed = results.iter().filter(|r| r.result.is_err()).count();
 
-    if args.judge.json {
+    if args.json {
         let mut doc = judge.report_json(&assessment);
         doc["dry_run"] = json!(args.dry_run);
         doc["removed"] = results

@@ -32,6 +32,32 @@ impl Password {
         Password(bytes.into())
     }
 
+    /// Reads a password file, as restic does (surrounding whitespace trimmed).
+    pub fn from_file(path: &std::path::Path) -> Result<Password, String> {
+        std::fs::read(path)
+            .map(|text| Password::new(text.trim_ascii().to_vec()))
+            .map_err(|e| format!("cannot read password file {}: {e}", path.display()))
+    }
+
+    /// Runs a shell command and takes its output (trimmed) as the password.
+    pub fn from_command(command: &str) -> Result<Password, String> {
+        let output = std::process::Command::new("sh")
+            .args(["-c", command])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| format!("cannot run the password command: {e}"))?;
+        if !output.status.success() {
+            return Err(format!("the password command failed ({})", output.status));
+        }
+        Ok(Password::new(output.stdout.trim_ascii().to_vec()))
+    }
+
+    /// The password's bytes, for handing to a restic that lockwarden starts.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
     fn as_str_lossy(&self) -> String {
         String::from_utf8_lossy(&self.0).into_owned()
     }

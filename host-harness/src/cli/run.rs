@@ -1,0 +1,173 @@
+//! `lockwarden run -- restic ARGS...`: remove stale locks, run restic, and
+//! when restic fails because the repository is locked, judge again, remove
+//! what is stale and retry with backoff until the deadline.
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use lockwarden::caps::OwnChildren;
+use lockwarden::repo::backend::Removal;
+use lockwarden::warden::remove_stale;
+use rustix::process::{Pid, Signal, kill_process};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use super::judge::{Judge, JudgeArgs, short};
+
+/// restic's message when a lock blocks it (0.9 to 0.19).
+const LOCKED: &str = "repository is already locked";
+/// restic's `--retry-lock` backoff: 5 s doubling to 60 s.
+const FIRST_BACKOFF: Duration = Duration::from_secs(5);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    judge: JudgeArgs,
+    /// Keep retrying while restic fails on a lock, for at most this long
+    /// (e.g. 10m); 0 runs restic once.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = super::parse_duration)]
+    retry_lock: Duration,
+    /// The restic command line, after `--`.
+    #[arg(last = true, required = true, value_name = "RESTIC ARGS")]
+    command: Vec<OsString>,
+}
+
+pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let repository = args.judge.repo.location_text()?;
+    let password = args.judge.repo.password()?;
+    let children = OwnChildren::default();
+    let judge = args.judge.open()?.with_children(children.clone());
+    let child_pid = Arc::new(AtomicI32::new(0));
+    let interrupted = forward_signals(child_pid.clone())?;
+
+    let deadline = Instant::now() + args.retry_lock;
+    let mut backoff = FIRST_BACKOFF;
+    clean(&judge);
+    loop {
+        let mut command = Command::new(&args.command[0]);
+        command
+            .args(&args.command[1..])
+            .env("RESTIC_REPOSITORY", &repository)
+            .env(
+                "RESTIC_PASSWORD",
+                OsString::from_vec(password.as_bytes().to_vec()),
+            )
+            .env_remove("RESTIC_REPOSITORY_FILE")
+            .env_remove("RESTIC_PASSWORD_FILE")
+            .env_remove("RESTIC_PASSWORD_COMMAND");
+        let (code, locked) = run_once(command, &children, &child_pid)?;
+        let now = Instant::now();
+        if code == 0 || !locked || now >= deadline || interrupted.load(Ordering::SeqCst) {
+            return Ok(ExitCode::from(code));
+        }
+        let wait = backoff.min(deadline - now);
+        tracing::warn!(
+            "restic is blocked by a lock; judging again in {}s ({}s left of --retry-lock)",
+            wait.as_secs(),
+            (deadline - now).as_secs()
+        );
+        std::thread::sleep(wait);
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+        clean(&judge);
+    }
+}
+
+/// Judges and removes stale locks, saying what it did. A failure here is
+/// reported and does not stop restic from running: restic will say itself if
+/// the repository is still locked.
+fn clean(judge: &Judge) {
+    let assessment = match judge.assess() {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!("could not judge locks, removing none: {e:#}");
+            return;
+        }
+    };
+    for result in remove_stale(&judge.repo, &assessment) {
+        match result.result {
+            Ok(Removal::Removed | Removal::AlreadyGone) => tracing::info!(
+                "removed stale lock {} ({}): {}",
+                short(&result.id),
+                result.verdict.rule,
+                result.verdict.reason
+            ),
+            Err(e) => tracing::warn!("could not remove lock {}: {e}", short(&result.id)),
+        }
+    }
+}
+
+/// Runs restic once with inherited stdin and stdout, passing its stderr
+/// through unchanged while watching it for the "locked" failure. Returns the
+/// exit code (128 + signal when killed) and whether restic was locked out.
+fn run_once(
+    mut command: Command,
+    children: &OwnChildren,
+    child_pid: &AtomicI32,
+) -> anyhow::Result<(u8, bool)> {
+    let mut child = command
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {:?}", command.get_program()))?;
+    let pid = child.id();
+    child_pid.store(i32::try_from(pid).unwrap_or(0), Ordering::SeqCst);
+    if let Ok(mut set) = children.lock() {
+        set.insert(i64::from(pid));
+    }
+    let stderr = child.stderr.take().context("restic's stderr")?;
+    let watcher = std::thread::spawn(move || {
+        let mut locked = false;
+        let mut out = std::io::stderr();
+        for line in BufReader::new(stderr).split(b'\n') {
+            let Ok(mut line) = line else { break };
+            locked |= line.windows(LOCKED.len()).any(|w| w == LOCKED.as_bytes());
+            line.push(b'\n');
+            let _ = out.write_all(&line);
+        }
+        locked
+    });
+    let status = child.wait().context("waiting for restic")?;
+    child_pid.store(0, Ordering::SeqCst);
+    if let Ok(mut set) = children.lock() {
+        set.remove(&i64::from(pid));
+    }
+    let locked = watcher.join().unwrap_or(false);
+    let code = match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code).unwrap_or(1),
+        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
+        (None, None) => 1,
+    };
+    Ok((code, locked))
+}
+
+/// Forwards SIGINT and SIGTERM to the running restic. Returns a flag that is
+/// set once either arrived, so that no retry follows.
+fn forward_signals(child_pid: Arc<AtomicI32>) -> anyhow::Result<Arc<AtomicBool>> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
+    let flag = interrupted.clone();
+    std::thread::spawn(move || {
+        for signal in signals.forever() {
+            flag.store(true, Ordering::SeqCst);
+            let forward = if signal == SIGINT {
+                Signal::INT
+            } else {
+                Signal::TERM
+            };
+            if let Some(pid) = Pid::from_raw(child_pid.load(Ordering::SeqCst)) {
+                let _ = kill_process(pid, forward);
+            }
+        }
+    });
+    Ok(interrupted)
+}

@@ -1,0 +1,74 @@
+//! `lockwarden watch --config FILE`: check many repositories periodically.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+use lockwarden::first_seen::FirstSeenStore;
+use lockwarden::watch::config::WatchConfig;
+use lockwarden::watch::metrics::Metrics;
+use lockwarden::watch::{Shared, Stop, serve_metrics, start};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use super::evidence_args::EvidenceArgs;
+use super::{PolicyArgs, UsageError};
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The configuration file (TOML), e.g. examples/watch.toml.
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Serve Prometheus metrics at http://ADDR/metrics (overrides the file's
+    /// metrics_addr).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<String>,
+    #[command(flatten)]
+    evidence: EvidenceArgs,
+    #[command(flatten)]
+    policy: PolicyArgs,
+}
+
+pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
+    args.evidence.validate()?;
+    let mut config = WatchConfig::load(&args.config).map_err(UsageError)?;
+    // --policy is the policy of every repository that names none.
+    for repo in &mut config.repositories {
+        repo.policy = repo.policy.take().or_else(|| args.policy.policy.clone());
+    }
+    let state_dir = args
+        .evidence
+        .state_dir
+        .clone()
+        .or_else(|| config.state_dir.clone())
+        .or_else(FirstSeenStore::default_dir)
+        .context("no state directory: pass --state-dir or set XDG_STATE_HOME or HOME")?;
+    let stop = Arc::new(Stop::default());
+    let metrics = Arc::new(Metrics::new());
+    let shared = Arc::new(Shared {
+        runtime: Arc::new(args.policy.runtime()?),
+        evidence: args.evidence.config(),
+        first_seen: FirstSeenStore::new(state_dir),
+        metrics: metrics.clone(),
+        stop: stop.clone(),
+    });
+    let mut threads = Vec::new();
+    if let Some(addr) = args.metrics_addr.as_ref().or(config.metrics_addr.as_ref()) {
+        threads.push(serve_metrics(addr, metrics, stop.clone())?);
+    }
+    let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
+    let handle = signals.handle();
+    threads.extend(start(config, shared)?);
+    // Wait for SIGINT or SIGTERM, then stop every thread.
+    if let Some(signal) = signals.forever().next() {
+        tracing::info!("signal {signal}: stopping");
+    }
+    handle.close();
+    stop.stop();
+    for thread in threads {
+        let _ = thread.join();
+    }
+    Ok(ExitCode::SUCCESS)
+}

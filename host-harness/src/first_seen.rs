@@ -1,0 +1,169 @@
+//! The first-seen store: when this host first saw each lock id, by its own
+//! clock. It lets the `unrefreshed` rule work whatever the lock writer's clock
+//! says: a live holder replaces its lock (new id) every 5 minutes, so an id
+//! seen for longer than `stale-after` belongs to a holder that stopped.
+//!
+//! One small JSON file per repository under the state directory, named by the
+//! repository id. Each update happens under an exclusive `flock` on a sibling
+//! `.lock` file (so two lockwarden processes on one repository take turns),
+//! writes a temporary file and renames it into place, and prunes ids that are
+//! gone.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{FlockOperation, flock};
+use serde::{Deserialize, Serialize};
+
+use crate::contract::Lock;
+use crate::time::{format_rfc3339, parse_rfc3339};
+
+/// Why the store could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("first-seen store {path}: {cause}")]
+pub struct StoreError {
+    path: String,
+    cause: String,
+}
+
+/// First-seen times, one file per repository, under one directory.
+#[derive(Debug, Clone)]
+pub struct FirstSeenStore {
+    dir: PathBuf,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct StateFile {
+    repository: String,
+    /// Lock id -> RFC 3339 time first seen.
+    first_seen: BTreeMap<String, String>,
+}
+
+impl FirstSeenStore {
+    /// The default directory: `$XDG_STATE_HOME/lockwarden`, else
+    /// `~/.local/state/lockwarden`.
+    pub fn default_dir() -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_STATE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
+        Some(base.join("lockwarden"))
+    }
+
+    /// A store in `dir` (created on first use).
+    pub fn new(dir: PathBuf) -> Self {
+        FirstSeenStore { dir }
+    }
+
+    /// The state file of repository `repo_id`.
+    pub fn path(&self, repo_id: &str) -> PathBuf {
+        // Repository ids are hex; anything else is made safe for a file name.
+        let safe: String = repo_id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        self.dir.join(format!("{safe}.json"))
+    }
+
+    /// Records `now` for every lock not seen before, forgets ids no longer
+    /// present, and sets each lock's `first_seen`.
+    pub fn observe(&self, repo_id: &str, locks: &mut [Lock], now: i64) -> Result<(), StoreError> {
+        let path = self.path(repo_id);
+        let fail = |cause: String| StoreError {
+            path: path.display().to_string(),
+            cause,
+        };
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|e| fail(format!("cannot create the directory: {e}")))?;
+        let guard = lock_file(&path.with_extension("lock"))
+            .map_err(|e| fail(format!("cannot lock: {e}")))?;
+        let mut state = match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice::<StateFile>(&bytes)
+                .map_err(|e| fail(format!("is damaged ({e}); move it away to start afresh")))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => StateFile::default(),
+            Err(e) => return Err(fail(format!("cannot read: {e}"))),
+        };
+        let mut next = BTreeMap::new();
+        for lock in locks.iter_mut() {
+            let seen = state
+                .first_seen
+                .remove(&lock.id)
+                .and_then(|t| parse_rfc3339(&t).ok())
+                .unwrap_or(now);
+            lock.first_seen = Some(seen);
+            next.insert(lock.id.clone(), format_rfc3339(seen));
+        }
+        state.repository = repo_id.to_owned();
+        state.first_seen = next;
+        write_atomically(&path, &state).map_err(|e| fail(format!("cannot write: {e}")))?;
+        drop(guard);
+        Ok(())
+    }
+}
+
+/// Holds an exclusive flock on `path` until dropped.
+fn lock_file(path: &Path) -> std::io::Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
+    flock(&file, FlockOperation::LockExclusive)?;
+    Ok(file)
+}
+
+fn write_atomically(path: &Path, state: &StateFile) -> std::io::Result<()> {
+    let temp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let mut file = File::create(&temp)?;
+    file.write_all(&serde_json::to_vec_pretty(state).map_err(std::io::Error::other)?)?;
+    file.sync_all()?;
+    fs::rename(&temp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lock(id: &str) -> Lock {
+        Lock {
+            id: id.into(),
+            time: 0,
+            exclusive: false,
+            hostname: "h".into(),
+            username: "u".into(),
+            pid: 1,
+            uid: 0,
+            gid: 0,
+            first_seen: None,
+        }
+    }
+
+    #[test]
+    fn remembers_first_sight_and_prunes_what_is_gone() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = FirstSeenStore::new(dir.path().join("state"));
+        let mut first = [lock("a"), lock("b")];
+        store.observe("repo", &mut first, 100).expect("observe");
+        assert_eq!(first.map(|l| l.first_seen), [Some(100), Some(100)]);
+
+        // A new process, later: "a" keeps its time, "c" is new, "b" is gone.
+        let again = FirstSeenStore::new(dir.path().join("state"));
+        let mut second = [lock("a"), lock("c")];
+        again.observe("repo", &mut second, 500).expect("observe");
+        assert_eq!(second.clone().map(|l| l.first_seen), [Some(100), Some(500)]);
+        let text = fs::read_to_string(again.path("repo")).expect("state file");
+        assert!(!text.contains("\"b\""), "pruned: {text}");
+
+        fs::write(again.path("repo"), "{not json").expect("damage");
+        let err = again
+            .observe("repo", &mut second, 600)
+            .expect_err("damaged file");
+        assert!(err.to_string().contains("move it away"), "{err}");
+    }
+}

@@ -1,0 +1,125 @@
+//! Prometheus metrics for `watch`, served at `/metrics`.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// Labels naming a repository (by its configured name, never its location).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Repo {
+    /// The configured name.
+    pub repository: String,
+}
+
+/// Repository and lock kind.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RepoKind {
+    /// The configured name.
+    pub repository: String,
+    /// `exclusive` or `shared`.
+    pub kind: String,
+}
+
+/// Repository and the rule that removed a lock.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RepoRule {
+    /// The configured name.
+    pub repository: String,
+    /// The policy rule.
+    pub rule: String,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Every metric `watch` exports.
+pub struct Metrics {
+    registry: Registry,
+    /// Locks present.
+    pub locks: Family<RepoKind, Gauge>,
+    /// Age of the oldest lock, seconds.
+    pub oldest_lock_age: Family<Repo, FloatGauge>,
+    /// Locks judged stale but kept (report mode).
+    pub stale_not_removed: Family<Repo, Gauge>,
+    /// Locks removed, by rule.
+    pub removed: Family<RepoRule, Counter>,
+    /// Unreadable lock files.
+    pub unreadable: Family<Repo, Gauge>,
+    /// Failed checks.
+    pub check_errors: Family<Repo, Counter>,
+    /// Check duration, seconds.
+    pub check_duration: Family<Repo, Histogram>,
+    /// Unix time of the last successful check.
+    pub last_success: Family<Repo, FloatGauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric under the `lockwarden_` prefix.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("lockwarden");
+        let m = Metrics {
+            registry: Registry::default(),
+            locks: Family::default(),
+            oldest_lock_age: Family::default(),
+            stale_not_removed: Family::default(),
+            removed: Family::default(),
+            unreadable: Family::default(),
+            check_errors: Family::default(),
+            check_duration: Family::new_with_constructor(|| {
+                Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])
+            }),
+            last_success: Family::default(),
+        };
+        registry.register("locks", "Lock files present, by kind", m.locks.clone());
+        registry.register(
+            "oldest_lock_age_seconds",
+            "Age of the oldest lock by its own time",
+            m.oldest_lock_age.clone(),
+        );
+        registry.register(
+            "stale_locks_not_removed",
+            "Locks judged stale but kept because the repository is in report mode",
+            m.stale_not_removed.clone(),
+        );
+        registry.register(
+            "locks_removed",
+            "Locks removed, by the rule that judged them",
+            m.removed.clone(),
+        );
+        registry.register(
+            "unreadable_locks",
+            "Lock files that cannot be read",
+            m.unreadable.clone(),
+        );
+        registry.register("check_errors", "Checks that failed", m.check_errors.clone());
+        registry.register(
+            "check_duration_seconds",
+            "How long one check took",
+            m.check_duration.clone(),
+        );
+        registry.register(
+            "last_success_timestamp_seconds",
+            "Unix time of the last successful check",
+            m.last_success.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// The text exposition format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}

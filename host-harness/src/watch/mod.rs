@@ -1,0 +1,308 @@
+//! `watch`: check many repositories periodically, the way Velero's repository
+//! controller runs `restic unlock` every 5 minutes, but with the key derived
+//! once per repository, a first-seen store, evidence, and metrics.
+//!
+//! One thread per repository, so checks of one repository never overlap and a
+//! failing one (unreachable, wrong password) never holds up the others; it is
+//! retried with backoff (10 s doubling, at most its interval).
+
+pub mod config;
+pub mod metrics;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::caps::EvidenceConfig;
+use crate::contract::Action;
+use crate::first_seen::FirstSeenStore;
+use crate::plugin::{PluginError, Policy, Runtime};
+use crate::repo::Repository;
+use crate::repo::backend::Removal;
+use crate::repo::location::Location;
+use crate::time::now;
+use crate::warden::{Judgement, assess, remove_stale};
+use config::{Mode, RepositoryConfig, WatchConfig};
+use metrics::{Metrics, Repo, RepoKind, RepoRule};
+
+/// The first retry after a failed check waits this long, doubling.
+const FIRST_RETRY: Duration = Duration::from_secs(10);
+
+/// Why `watch` could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// A policy named in the configuration failed to load.
+    #[error("policy for repository `{repository}`: {error}")]
+    Policy {
+        /// The repository's name.
+        repository: String,
+        /// Why.
+        error: PluginError,
+    },
+    /// The metrics address cannot be served.
+    #[error("cannot serve metrics on {addr}: {cause}; is the address free?")]
+    Metrics {
+        /// The address.
+        addr: String,
+        /// Why.
+        cause: String,
+    },
+}
+
+/// A stop signal that sleeping threads notice at once.
+#[derive(Default)]
+pub struct Stop {
+    stopped: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Stop {
+    /// Asks every thread to stop.
+    pub fn stop(&self) {
+        if let Ok(mut stopped) = self.stopped.lock() {
+            *stopped = true;
+        }
+        self.wake.notify_all();
+    }
+
+    /// True once [`Stop::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.lock().map(|s| *s).unwrap_or(true)
+    }
+
+    /// Sleeps for `duration` or until stopped; true when stopped.
+    pub fn sleep(&self, duration: Duration) -> bool {
+        let Ok(guard) = self.stopped.lock() else {
+            return true;
+        };
+        self.wake
+            .wait_timeout_while(guard, duration, |stopped| !*stopped)
+            .map(|(stopped, _)| *stopped)
+            .unwrap_or(true)
+    }
+}
+
+/// Everything the repository threads share.
+pub struct Shared {
+    /// Runs the policies.
+    pub runtime: Arc<Runtime>,
+    /// Where evidence comes from.
+    pub evidence: EvidenceConfig,
+    /// First-seen times.
+    pub first_seen: FirstSeenStore,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Stop signal.
+    pub stop: Arc<Stop>,
+}
+
+/// Loads every policy the configuration names (once each), then starts one
+/// thread per repository. Returns their handles.
+pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<()>>, WatchError> {
+    let mut policies: HashMap<Option<PathBuf>, Arc<Policy>> = HashMap::new();
+    for repo in &config.repositories {
+        if policies.contains_key(&repo.policy) {
+            continue;
+        }
+        let loaded = match &repo.policy {
+            None => shared.runtime.load_default(),
+            Some(path) => std::fs::read(path)
+                .map_err(|e| PluginError::Compile {
+                    source_name: path.display().to_string(),
+                    cause: wasmtime::Error::msg(format!("cannot read it: {e}")),
+                })
+                .and_then(|bytes| shared.runtime.load(&path.display().to_string(), &bytes)),
+        };
+        let policy = loaded.map_err(|error| WatchError::Policy {
+            repository: repo.name.clone(),
+            error,
+        })?;
+        policies.insert(repo.policy.clone(), Arc::new(policy));
+    }
+    Ok(config
+        .repositories
+        .into_iter()
+        .map(|repo| {
+            let policy = policies[&repo.policy].clone();
+            let shared = shared.clone();
+            std::thread::spawn(move || watch_one(&repo, &policy, &shared))
+        })
+        .collect())
+}
+
+/// The loop of one repository.
+fn watch_one(config: &RepositoryConfig, policy: &Policy, shared: &Shared) {
+    let label = Repo {
+        repository: config.name.clone(),
+    };
+    let interval = config.interval().unwrap_or(Duration::from_secs(300));
+    let mut repo: Option<Repository> = None;
+    let mut retry = FIRST_RETRY;
+    tracing::info!(repository = %config.name, "watching every {}s in {:?} mode", interval.as_secs(), config.mode);
+    while !shared.stop.is_stopped() {
+        let started = Instant::now();
+        let result = check_once(config, policy, shared, &mut repo);
+        shared
+            .metrics
+            .check_duration
+            .get_or_create(&label)
+            .observe(started.elapsed().as_secs_f64());
+        let wait = match result {
+            Ok(()) => {
+                retry = FIRST_RETRY;
+                interval
+            }
+            Err(e) => {
+                shared.metrics.check_errors.get_or_create(&label).inc();
+                let wait = retry.min(interval);
+                tracing::error!(repository = %config.name, "check failed, retrying in {}s: {e}", wait.as_secs());
+                retry = (retry * 2).min(interval);
+                wait
+            }
+        };
+        if shared.stop.sleep(wait) {
+            break;
+        }
+    }
+    tracing::info!(repository = %config.name, "stopped");
+}
+
+/// One check: open the repository if not yet open (the key is derived once
+/// and kept), judge, remove or report, update the metrics.
+fn check_once(
+    config: &RepositoryConfig,
+    policy: &Policy,
+    shared: &Shared,
+    repo: &mut Option<Repository>,
+) -> Result<(), String> {
+    let repo = match repo {
+        Some(repo) => repo,
+        None => {
+            let location = Location::parse(&config.repository)?;
+            let password = config.password()?;
+            let opened = Repository::open(location, &password).map_err(|e| e.to_string())?;
+            tracing::info!(repository = %config.name, "opened {} (repository {})", opened.location().redacted(), &opened.config().id);
+            repo.insert(opened)
+        }
+    };
+    let settings: Vec<(String, String)> = config.settings.clone().into_iter().collect();
+    let now = now();
+    let judgement = Judgement {
+        runtime: &shared.runtime,
+        policy,
+        evidence: shared.evidence.gather(None),
+        settings: &settings,
+        first_seen: Some(&shared.first_seen),
+    };
+    let assessment = assess(repo, judgement, now).map_err(|e| e.to_string())?;
+    for line in &assessment.logs {
+        tracing::warn!(repository = %config.name, policy = %policy.info().name, "{}", line.message);
+    }
+
+    let m = &shared.metrics;
+    let label = Repo {
+        repository: config.name.clone(),
+    };
+    for (kind, exclusive) in [("exclusive", true), ("shared", false)] {
+        let count = assessment
+            .locks
+            .iter()
+            .filter(|(l, _)| l.exclusive == exclusive)
+            .count();
+        m.locks
+            .get_or_create(&RepoKind {
+                repository: config.name.clone(),
+                kind: kind.into(),
+            })
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+    let oldest = assessment
+        .locks
+        .iter()
+        .map(|(l, _)| now.saturating_sub(l.time))
+        .max()
+        .unwrap_or(0);
+    m.oldest_lock_age
+        .get_or_create(&label)
+        .set(oldest as f64 / 1e9);
+    m.unreadable
+        .get_or_create(&label)
+        .set(i64::try_from(assessment.unreadable.len()).unwrap_or(i64::MAX));
+
+    let mut not_removed = 0i64;
+    match config.mode {
+        Mode::Report => {
+            for (id, verdict) in assessment.stale() {
+                not_removed += 1;
+                tracing::info!(repository = %config.name, lock = &id[..8], rule = %verdict.rule, "stale (report mode, kept): {}", verdict.reason);
+            }
+        }
+        Mode::Unlock => {
+            for result in remove_stale(repo, &assessment) {
+                match result.result {
+                    Ok(removal) => {
+                        m.removed
+                            .get_or_create(&RepoRule {
+                                repository: config.name.clone(),
+                                rule: result.verdict.rule.clone(),
+                            })
+                            .inc();
+                        let gone = if removal == Removal::AlreadyGone {
+                            " (already gone)"
+                        } else {
+                            ""
+                        };
+                        tracing::info!(repository = %config.name, lock = &result.id[..8], rule = %result.verdict.rule, "removed{gone}: {}", result.verdict.reason);
+                    }
+                    Err(e) => {
+                        not_removed += 1;
+                        tracing::warn!(repository = %config.name, lock = &result.id[..8], "could not remove: {e}");
+                    }
+                }
+            }
+        }
+    }
+    m.stale_not_removed.get_or_create(&label).set(not_removed);
+    let kept = assessment
+        .locks
+        .iter()
+        .filter(|(_, v)| v.action == Action::Keep)
+        .count();
+    tracing::debug!(repository = %config.name, "checked: {} locks, {kept} kept", assessment.locks.len());
+    m.last_success.get_or_create(&label).set(now as f64 / 1e9);
+    Ok(())
+}
+
+/// Serves `GET /metrics` on `addr` until stopped.
+pub fn serve_metrics(
+    addr: &str,
+    metrics: Arc<Metrics>,
+    stop: Arc<Stop>,
+) -> Result<JoinHandle<()>, WatchError> {
+    let server = tiny_http::Server::http(addr).map_err(|e| WatchError::Metrics {
+        addr: addr.to_owned(),
+        cause: e.to_string(),
+    })?;
+    tracing::info!("serving metrics on http://{addr}/metrics");
+    Ok(std::thread::spawn(move || {
+        while !stop.is_stopped() {
+            let Ok(Some(request)) = server.recv_timeout(Duration::from_millis(200)) else {
+                continue;
+            };
+            let response = if request.url() == "/metrics" {
+                let header = tiny_http::Header::from_bytes(
+                    &b"Content-Type"[..],
+                    &b"application/openmetrics-text; version=1.0.0; charset=utf-8"[..],
+                )
+                .expect("a valid header");
+                tiny_http::Response::from_string(metrics.encode()).with_header(header)
+            } else {
+                tiny_http::Response::from_string("lockwarden serves /metrics\n")
+                    .with_status_code(404)
+            };
+            let _ = request.respond(response);
+        }
+    }))
+}
