@@ -1,6 +1,7 @@
 //! lockwarden's end-to-end tests: one binary, one module per area, each test
 //! in its own temporary directory.
 
+mod operators;
 mod policy_cli;
 mod repo;
 mod runtime;

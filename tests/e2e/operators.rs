@@ -1,0 +1,389 @@
+//! For operators: `run`, `watch` with metrics, the first-seen store, and the
+//! host inventory, against real restic.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::restic::{Holder, TestRepo, free_port};
+use lockwarden_tests::{Finished, finish, lockwarden};
+use serde_json::Value;
+
+const MINUTE: i64 = 60;
+
+fn run_restic_through_lockwarden(
+    repo: &TestRepo,
+    extra: &[&str],
+    restic_args: &[&str],
+) -> std::process::Command {
+    let mut command = lockwarden(&repo.dir.path().join("cache"));
+    command
+        .args(["run", "-r", &repo.location, "-p"])
+        .arg(repo.password_file())
+        .args(extra)
+        .arg("--")
+        .arg("restic")
+        .args(restic_args)
+        .env("RESTIC_CACHE_DIR", repo.dir.path().join("restic-cache"))
+        .env_remove("RESTIC_REPOSITORY")
+        .env_remove("RESTIC_PASSWORD_FILE");
+    command
+}
+
+#[test]
+fn run_gets_restic_through_a_stale_exclusive_lock() {
+    let repo = TestRepo::init_local();
+    let stale = LockWriter::new(&repo).write(
+        &time_from_now(-40 * MINUTE),
+        "evicted-pod",
+        1,
+        true,
+        Encoding::Zstd,
+    );
+    let blocked = repo.restic(&["snapshots"]);
+    assert_ne!(blocked.code, 0, "restic alone is blocked: {blocked:?}");
+
+    let data = repo.dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::write(data.join("f"), "x").expect("write");
+    let out = finish(&mut run_restic_through_lockwarden(
+        &repo,
+        &[],
+        &["backup", data.to_str().expect("utf-8")],
+    ));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("removed stale lock"), "{}", out.stderr);
+    assert!(!repo.lock_ids().contains(&stale));
+    let snapshots = repo.restic(&["snapshots", "--json"]);
+    let list: Value = serde_json::from_str(&snapshots.stdout).expect("JSON");
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "the backup ran");
+}
+
+#[test]
+fn run_retries_a_live_lock_until_the_deadline_then_returns_restics_code() {
+    let repo = TestRepo::init_local();
+    let live = Holder::start(&repo);
+    let started = Instant::now();
+    let out = finish(&mut run_restic_through_lockwarden(
+        &repo,
+        &["--retry-lock", "6s"],
+        &["check"],
+    ));
+    let attempts = out.stderr.matches("repository is already locked").count();
+    // restic 0.14-0.16 exit 1 on a lock, 0.17+ exit 11.
+    assert!(matches!(out.code, 1 | 11), "restic's own code: {out:?}");
+    assert!(
+        attempts >= 2,
+        "retried ({attempts} attempts): {}",
+        out.stderr
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "waited for the backoff"
+    );
+    assert!(
+        repo.lock_ids().contains(&live.lock_id),
+        "the live lock stays"
+    );
+}
+
+#[test]
+fn run_succeeds_when_the_blocking_lock_goes_stale_while_waiting() {
+    let repo = TestRepo::init_local();
+    let live = Holder::start(&repo);
+    let lock_id = live.lock_id.clone();
+    let mut child = run_restic_through_lockwarden(&repo, &["--retry-lock", "60s"], &["check"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn lockwarden run");
+    // Pass stderr on line by line, so the test sees when restic is blocked.
+    let stderr = child.stderr.take().expect("stderr");
+    let (lines, seen) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line.clone());
+            all += &line;
+            all.push('\n');
+        }
+        all
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let line = seen
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("restic was never blocked");
+        if line.contains("repository is already locked") {
+            break;
+        }
+    }
+    // The holder dies while lockwarden waits for it.
+    live.kill();
+    let status = child.wait().expect("wait");
+    let out = Finished {
+        code: status.code().unwrap_or(-1),
+        stdout: String::new(),
+        stderr: reader.join().expect("reader"),
+    };
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.contains("repository is already locked"),
+        "it was blocked first: {}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("process-dead"), "{}", out.stderr);
+    assert!(!repo.lock_ids().contains(&lock_id));
+}
+
+/// Reads /metrics until `ready` holds, or panics after 60 s.
+fn scrape_until(addr: &str, ready: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(mut response) = ureq::get(&format!("http://{addr}/metrics")).call() {
+            let text = response.body_mut().read_to_string().unwrap_or_default();
+            if ready(&text) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "metrics never got there:\n{text}"
+            );
+        }
+        assert!(Instant::now() < deadline, "no metrics on {addr}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn stop(mut child: Child) -> (Duration, String) {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).expect("pid")).expect("pid");
+    let started = Instant::now();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let status = child.wait().expect("wait");
+    let took = started.elapsed();
+    assert!(status.success(), "watch exits cleanly: {status}");
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    (took, stderr)
+}
+
+#[test]
+fn watch_cleans_one_repository_while_another_fails_and_serves_metrics() {
+    let good = TestRepo::init_local();
+    let stale = LockWriter::new(&good).write(
+        &time_from_now(-45 * MINUTE),
+        "gone",
+        3,
+        false,
+        Encoding::Raw,
+    );
+    let bad = TestRepo::init_local();
+    let wrong = bad.dir.path().join("wrong");
+    std::fs::write(&wrong, "not it").expect("write");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let config = good.dir.path().join("watch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"metrics_addr = "{addr}"
+state_dir = "{state}"
+
+[[repository]]
+name = "good"
+repository = "{good}"
+password_file = "{good_pw}"
+interval = "2s"
+
+[[repository]]
+name = "bad"
+repository = "{bad}"
+password_file = "{wrong}"
+interval = "2s"
+"#,
+            state = good.dir.path().join("state").display(),
+            good = good.location,
+            good_pw = good.password_file().display(),
+            bad = bad.location,
+            wrong = wrong.display(),
+        ),
+    )
+    .expect("write config");
+    let child = lockwarden(&good.dir.path().join("cache"))
+        .args(["watch", "--config"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn watch");
+    let metrics = scrape_until(&addr, |m| {
+        m.contains(r#"lockwarden_locks_removed_total{repository="good",rule="expired"} 1"#)
+            && m.contains(r#"lockwarden_check_errors_total{repository="bad"} 2"#)
+    });
+    assert!(
+        metrics.contains(r#"lockwarden_last_success_timestamp_seconds{repository="good"}"#),
+        "{metrics}"
+    );
+    assert!(
+        !metrics.contains(r#"lockwarden_last_success_timestamp_seconds{repository="bad"}"#),
+        "{metrics}"
+    );
+    assert!(
+        !good.lock_ids().contains(&stale),
+        "the stale lock was removed"
+    );
+    // The good repository keeps being checked while the bad one fails.
+    scrape_until(&addr, |m| {
+        m.contains(r#"lockwarden_check_duration_seconds_count{repository="good"} 3"#)
+    });
+
+    let (took, stderr) = stop(child);
+    assert!(
+        took < Duration::from_secs(3),
+        "SIGTERM stops watch promptly, took {took:?}"
+    );
+    assert!(stderr.contains("wrong password"), "{stderr}");
+    assert!(stderr.contains("removed"), "{stderr}");
+    good.assert_usable();
+}
+
+#[test]
+fn first_seen_times_survive_a_restart_and_drive_the_unrefreshed_rule() {
+    let repo = TestRepo::init_local();
+    // Dated 2 h in the future by a skewed clock: never `expired`.
+    let skewed = LockWriter::new(&repo).write(
+        &time_from_now(120 * MINUTE),
+        "fast-clock",
+        8,
+        false,
+        Encoding::Zstd,
+    );
+    let state = repo.dir.path().join("state");
+    let check = |repo: &TestRepo| -> Value {
+        let out = finish(
+            lockwarden(&repo.dir.path().join("cache"))
+                .args(["check", "--json", "-r", &repo.location, "-p"])
+                .arg(repo.password_file())
+                .arg("--state-dir")
+                .arg(&state),
+        );
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+    };
+    let first = check(&repo);
+    let seen = first["locks"][0]["first_seen"]
+        .as_str()
+        .expect("first_seen recorded")
+        .to_owned();
+    assert_eq!(first["locks"][0]["rule"], "future-time");
+    let second = check(&repo);
+    assert_eq!(
+        second["locks"][0]["first_seen"],
+        seen.as_str(),
+        "a new process keeps the first sighting"
+    );
+
+    // Half an hour passes on this host's clock (the state file is moved back).
+    let file = std::fs::read_dir(&state)
+        .expect("state dir")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a state file");
+    let text = std::fs::read_to_string(&file).expect("read");
+    let earlier = lockwarden::time::format_rfc3339(
+        lockwarden::time::parse_rfc3339(&seen).expect("time") - 31 * MINUTE * 1_000_000_000,
+    );
+    std::fs::write(&file, text.replace(&seen, &earlier)).expect("write");
+    let third = check(&repo);
+    assert_eq!(third["locks"][0]["id"], skewed.as_str());
+    assert_eq!(third["locks"][0]["action"], "remove");
+    assert_eq!(third["locks"][0]["rule"], "unrefreshed");
+}
+
+fn inventory_check(repo: &TestRepo, inventory: &[&str]) -> (i32, Value, String) {
+    let out = finish(
+        lockwarden(&repo.dir.path().join("cache"))
+            .args(["check", "--json", "-r", &repo.location, "-p"])
+            .arg(repo.password_file())
+            .args(inventory)
+            .args(["--inventory-hosts", "^velero-"]),
+    );
+    let doc = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    (out.code, doc, out.stderr)
+}
+
+fn rule_of(doc: &Value, id: &str) -> (String, String) {
+    let lock = doc["locks"]
+        .as_array()
+        .expect("locks")
+        .iter()
+        .find(|l| l["id"] == id)
+        .expect("lock");
+    (
+        lock["action"].as_str().expect("a").to_owned(),
+        lock["rule"].as_str().expect("r").to_owned(),
+    )
+}
+
+#[test]
+fn a_kubectl_inventory_removes_the_lock_of_a_gone_pod_and_keeps_a_running_one() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+    let young = time_from_now(-2 * MINUTE);
+    let running = writer.write(
+        &young,
+        "velero-node-agent-running",
+        7,
+        false,
+        Encoding::Zstd,
+    );
+    let gone = writer.write(&young, "velero-gone-7d9f", 7, false, Encoding::Zstd);
+    let finished = writer.write(&young, "velero-backup-finished", 7, false, Encoding::Raw);
+    let outside = writer.write(&young, "laptop", 7, false, Encoding::Raw);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kubectl-get-pods.json");
+    let fixture = fixture.to_str().expect("utf-8");
+
+    for source in [
+        ["--hosts-file", fixture],
+        ["--hosts-command", &format!("cat {fixture}")],
+    ] {
+        let (code, doc, _) = inventory_check(&repo, &source);
+        assert_eq!(code, 3, "{doc:#}");
+        assert_eq!(rule_of(&doc, &running), ("keep".into(), "fresh".into()));
+        assert_eq!(rule_of(&doc, &gone), ("remove".into(), "host-gone".into()));
+        assert_eq!(
+            rule_of(&doc, &finished),
+            ("remove".into(), "host-gone".into())
+        );
+        assert_eq!(rule_of(&doc, &outside), ("keep".into(), "fresh".into()));
+        let reason = doc["locks"]
+            .as_array()
+            .expect("locks")
+            .iter()
+            .find(|l| l["id"] == gone.as_str())
+            .expect("lock")["reason"]
+            .as_str()
+            .expect("reason")
+            .to_owned();
+        assert!(
+            reason.contains("pod velero-gone-7d9f no longer exists"),
+            "{reason}"
+        );
+    }
+
+    // A failing inventory removes nothing and says so.
+    let (code, doc, stderr) = inventory_check(
+        &repo,
+        &["--hosts-command", "kubectl-is-not-here get pods -A -o json"],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(rule_of(&doc, &gone), ("keep".into(), "fresh".into()));
+    assert!(stderr.contains("host inventory unavailable"), "{stderr}");
+}
