@@ -39,6 +39,11 @@ lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-w
 	$(CARGO) clippy -p lockwarden-policy --target wasm32-wasip2 -- -D warnings
 	$(CARGO) clippy --manifest-path tests/guests/Cargo.toml --workspace --target wasm32-wasip2 -- -D warnings
 
+bench: setup ## Measure against restic and native code; writes BENCHMARKS.md (not part of test)
+	@command -v /usr/bin/time >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq time >/dev/null; } || { echo "install GNU time (apt-get install time)" >&2; exit 1; }
+	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden -p lockwarden-bench
+	./target/release/lockwarden-bench
+
 demo: build ## Run lockwarden on a built-in example
 	./scripts/demo.sh $(BIN)
 

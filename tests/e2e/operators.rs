@@ -18,17 +18,13 @@ fn run_restic_through_lockwarden(
     extra: &[&str],
     restic_args: &[&str],
 ) -> std::process::Command {
-    let mut command = lockwarden(&repo.dir.path().join("cache"));
+    let mut command = repo.lockwarden("run");
     command
-        .args(["run", "-r", &repo.location, "-p"])
-        .arg(repo.password_file())
         .args(extra)
         .arg("--")
         .arg("restic")
         .args(restic_args)
-        .env("RESTIC_CACHE_DIR", repo.dir.path().join("restic-cache"))
-        .env_remove("RESTIC_REPOSITORY")
-        .env_remove("RESTIC_PASSWORD_FILE");
+        .env("RESTIC_CACHE_DIR", repo.dir.path().join("restic-cache"));
     command
 }
 
@@ -269,9 +265,8 @@ fn first_seen_times_survive_a_restart_and_drive_the_unrefreshed_rule() {
     let state = repo.dir.path().join("state");
     let check = |repo: &TestRepo| -> Value {
         let out = finish(
-            lockwarden(&repo.dir.path().join("cache"))
-                .args(["check", "--json", "-r", &repo.location, "-p"])
-                .arg(repo.password_file())
+            repo.lockwarden("check")
+                .arg("--json")
                 .arg("--state-dir")
                 .arg(&state),
         );
@@ -309,9 +304,8 @@ fn first_seen_times_survive_a_restart_and_drive_the_unrefreshed_rule() {
 
 fn inventory_check(repo: &TestRepo, inventory: &[&str]) -> (i32, Value, String) {
     let out = finish(
-        lockwarden(&repo.dir.path().join("cache"))
-            .args(["check", "--json", "-r", &repo.location, "-p"])
-            .arg(repo.password_file())
+        repo.lockwarden("check")
+            .arg("--json")
             .args(inventory)
             .args(["--inventory-hosts", "^velero-"]),
     );

@@ -14,14 +14,7 @@ const MINUTE: i64 = 60;
 
 /// Runs `lockwarden <command> -r <repo> -p <password file> <extra>`.
 fn warden(repo: &TestRepo, command: &str, extra: &[&str]) -> Finished {
-    finish(
-        lockwarden(&repo.dir.path().join("cache"))
-            .args([command, "-r", &repo.location, "-p"])
-            .arg(repo.password_file())
-            .args(extra)
-            .env_remove("RESTIC_REPOSITORY")
-            .env_remove("RESTIC_PASSWORD"),
-    )
+    finish(repo.lockwarden(command).args(extra))
 }
 
 fn check_json(repo: &TestRepo) -> (i32, Value) {

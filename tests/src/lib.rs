@@ -15,21 +15,27 @@ pub fn guest(behaviour: &str) -> PathBuf {
     path
 }
 
-/// The `lockwarden` binary of the same build profile as this test.
+/// The `lockwarden` binary of the same build profile as the running test
+/// (`target/<profile>/deps/e2e-*`) or tool (`target/<profile>/*`).
 pub fn lockwarden_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/e2e-<hash> -> target/<profile>/lockwarden
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("tests run from target/<profile>/deps")
-        .join("lockwarden");
-    assert!(
-        bin.exists(),
-        "{} is missing: build it first with `cargo build --release -p lockwarden` (`make test` does)",
-        bin.display()
-    );
-    bin
+    let exe = std::env::current_exe().expect("the running binary's path");
+    let dir = exe.parent().expect("a directory");
+    let candidates = [
+        dir.join("lockwarden"),
+        dir.parent()
+            .map(|p| p.join("lockwarden"))
+            .unwrap_or_default(),
+    ];
+    candidates
+        .into_iter()
+        .find(|bin| bin.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "no lockwarden binary next to {}: build it first with `cargo build --release -p lockwarden` \
+                 (`make test` does)",
+                exe.display()
+            )
+        })
 }
 
 /// A `lockwarden` command with a private artifact cache under `cache`.

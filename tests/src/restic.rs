@@ -73,6 +73,19 @@ impl TestRepo {
         command
     }
 
+    /// `lockwarden <subcommand> -r <repo> -p <password file>`, with a private
+    /// artifact cache and no repository variables from the environment.
+    pub fn lockwarden(&self, subcommand: &str) -> Command {
+        let mut command = crate::lockwarden(&self.dir.path().join("cache"));
+        command
+            .args([subcommand, "-r", &self.location, "-p"])
+            .arg(self.password_file())
+            .env_remove("RESTIC_REPOSITORY")
+            .env_remove("RESTIC_PASSWORD")
+            .env_remove("RESTIC_PASSWORD_FILE");
+        command
+    }
+
     /// Runs restic with `args` to completion.
     pub fn restic(&self, args: &[&str]) -> Finished {
         finish(self.restic_command().args(args))
@@ -172,6 +185,15 @@ impl Holder {
             }
             std::thread::sleep(Duration::from_millis(50));
         };
+        // The file appears before restic has written it whole: wait until
+        // restic itself can read it, or a kill now would leave a torn file.
+        while repo.restic(&["cat", "lock", &lock_id, "--no-lock"]).code != 0 {
+            assert!(
+                Instant::now() < deadline,
+                "restic's lock {lock_id} never became readable"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let pid = child.id();
         Holder {
             child,

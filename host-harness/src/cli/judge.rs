@@ -4,7 +4,7 @@
 use clap::Args;
 use jiff::SignedDuration;
 use lockwarden::caps::{EvidenceConfig, OwnChildren};
-use lockwarden::contract::{Lock, UnreadableLock, Verdict};
+use lockwarden::contract::{Lock, Verdict};
 use lockwarden::first_seen::FirstSeenStore;
 use lockwarden::plugin::{Policy, Runtime};
 use lockwarden::repo::Repository;
@@ -267,13 +267,4 @@ pub fn short(id: &str) -> &str {
 
 fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
     if n == 1 { one } else { many }
-}
-
-/// The holder of `lock` in a few words, for removal messages.
-pub fn holder(lock: Option<&Lock>, file: Option<&UnreadableLock>) -> String {
-    match (lock, file) {
-        (Some(l), _) => format!("{}@{}, pid {}", l.username, l.hostname, l.pid),
-        (None, Some(f)) => format!("unreadable: {}", f.problem),
-        (None, None) => String::new(),
-    }
 }

@@ -1,15 +1,16 @@
 //! `lockwarden unlock`: remove the locks the policy judged stale, and say
 //! which and why.
 
+use std::collections::HashMap;
 use std::process::ExitCode;
 
 use clap::Args;
+use lockwarden::contract::Action;
 use lockwarden::repo::backend::Removal;
-use lockwarden::warden::remove_stale;
+use lockwarden::warden::{RemovalResult, remove_stale};
 use serde_json::json;
 
-use super::judge::{Judge, JudgeArgs, holder, short};
-use super::policy::action_name;
+use super::judge::{Judge, JudgeArgs, short};
 
 #[derive(Debug, Args)]
 pub struct UnlockArgs {
@@ -62,68 +63,31 @@ pub fn run(args: &UnlockArgs) -> anyhow::Result<ExitCode> {
             .collect();
         outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        let lookup = |id: &str| {
-            let lock = assessment
-                .locks
-                .iter()
-                .find(|(l, _)| l.id == id)
-                .map(|(l, _)| l);
-            let file = assessment
-                .unreadable
-                .iter()
-                .find(|(u, _)| u.id == id)
-                .map(|(u, _)| u);
-            holder(lock, file)
-        };
-        if args.dry_run {
-            for (id, v) in assessment.stale() {
-                outln!(
-                    "would remove {} ({}, {}): {}",
-                    short(id),
-                    lookup(id),
-                    v.rule,
-                    v.reason
-                );
-            }
-        }
-        for r in &results {
-            match &r.result {
-                Ok(removal) => outln!(
-                    "{} {} ({}, {}): {}",
-                    if *removal == Removal::Removed {
-                        "removed"
-                    } else {
-                        "removed (already gone)"
-                    },
-                    short(&r.id),
-                    lookup(&r.id),
-                    r.verdict.rule,
-                    r.verdict.reason
-                ),
-                Err(e) => eprintln!("lockwarden: could not remove {}: {e}", short(&r.id)),
-            }
-        }
-        for (l, v) in &assessment.locks {
-            if v.action != lockwarden::contract::Action::Remove {
-                outln!(
-                    "kept {} ({}, {}): {}",
-                    short(&l.id),
-                    holder(Some(l), None),
-                    v.rule,
-                    v.reason
-                );
-            }
-        }
-        for (u, v) in &assessment.unreadable {
-            if v.action != lockwarden::contract::Action::Remove {
-                outln!(
-                    "kept {} ({}): {} ({})",
-                    short(&u.id),
-                    u.problem,
-                    action_name(v.action),
-                    v.rule
-                );
-            }
+        let outcomes: HashMap<&str, &RemovalResult> =
+            results.iter().map(|r| (r.id.as_str(), r)).collect();
+        let locks = assessment.locks.iter().map(|(l, v)| {
+            (
+                l.id.as_str(),
+                format!("{}@{}, pid {}", l.username, l.hostname, l.pid),
+                v,
+            )
+        });
+        let files = assessment
+            .unreadable
+            .iter()
+            .map(|(u, v)| (u.id.as_str(), format!("unreadable: {}", u.problem), v));
+        for (id, holder, v) in locks.chain(files) {
+            let word = match (v.action, outcomes.get(id).map(|r| &r.result)) {
+                (Action::Keep, _) => "kept",
+                (Action::Remove, None) => "would remove",
+                (Action::Remove, Some(Ok(Removal::Removed))) => "removed",
+                (Action::Remove, Some(Ok(Removal::AlreadyGone))) => "removed (already gone)",
+                (Action::Remove, Some(Err(e))) => {
+                    eprintln!("lockwarden: could not remove {}: {e}", short(id));
+                    continue;
+                }
+            };
+            outln!("{word} {} ({holder}, {}): {}", short(id), v.rule, v.reason);
         }
         let verb = if args.dry_run {
             "would be removed"

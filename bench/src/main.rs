@@ -1,0 +1,49 @@
+//! `make bench`: lockwarden measured the way its users would compare it, in
+//! one run, as ratios: against restic (the Debian binary) and against the
+//! policy's rules compiled natively. Writes BENCHMARKS.md and
+//! target/bench/results.json. Never part of `make test`.
+
+mod policy;
+mod report;
+mod stats;
+mod tools;
+
+use std::time::Instant;
+
+fn main() {
+    let started = Instant::now();
+    let step = |name: &str| eprintln!("[{:>5.0}s] {name}", started.elapsed().as_secs_f64());
+
+    step("policy evaluation: component vs native");
+    let evaluation = policy::evaluation();
+    step("plugin start");
+    let start = policy::start();
+    // `lockwarden-bench policy` stops here: a quick loop for profiling.
+    if std::env::args().nth(1).as_deref() == Some("policy") {
+        for e in &evaluation {
+            eprintln!("{} locks: wasm {:?}, native {:?}", e.locks, e.wasm, e.native);
+        }
+        eprintln!("start: {:?} {:?} {:?}", start.first_load, start.cached_load, start.instantiate_evaluate_one);
+        return;
+    }
+    step("one-shot unlock, 1,000 locks");
+    let unlock_1k = tools::one_shot_unlock(1_000, 7);
+    step("one-shot unlock, 10,000 locks");
+    let unlock_10k = tools::one_shot_unlock(10_000, 3);
+    step("periodic round over 100 repositories");
+    let round = tools::periodic_round(100);
+    step("check over REST, 1,000 locks");
+    let rest = tools::over_rest(1_000, 5);
+    step("writing BENCHMARKS.md and target/bench/results.json");
+
+    let results = report::Results {
+        evaluation,
+        start,
+        unlock: vec![unlock_1k, unlock_10k],
+        round,
+        rest,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    report::write(&results);
+    step("done");
+}

@@ -1,0 +1,234 @@
+//! The policy: evaluation in the component versus the same rules compiled
+//! natively, and the cost of starting a plugin.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use lockwarden::caps::Recorded;
+use lockwarden::contract::{self, EvaluateRequest, Liveness, Repository};
+use lockwarden::plugin::{ArtifactCache, Limits, Runtime};
+use lockwarden_policy::bindings::lockwarden::policy::types as native;
+use lockwarden_policy::rules::{self, Facts, Settings};
+
+use crate::stats::Summary;
+
+const NOW: i64 = 1_796_040_000_000_000_000;
+const MINUTE: i64 = 60_000_000_000;
+
+/// One lock of the benchmark request: every fourth is from this machine with
+/// a dead process, the rest from other hosts with unknown evidence, ages
+/// spread from 0 to 60 minutes.
+struct Spec {
+    id: String,
+    time: i64,
+    hostname: String,
+    pid: i64,
+    local: bool,
+}
+
+fn specs(n: usize) -> Vec<Spec> {
+    (0..n)
+        .map(|i| {
+            let local = i % 4 == 0;
+            Spec {
+                id: format!("{i:064x}"),
+                time: NOW - (i as i64 % 60) * MINUTE,
+                hostname: if local {
+                    "vm".into()
+                } else {
+                    format!("backup-pod-{}", i % 97)
+                },
+                pid: 1000 + i as i64,
+                local,
+            }
+        })
+        .collect()
+}
+
+fn host_request(specs: &[Spec]) -> (EvaluateRequest, Recorded) {
+    let mut evidence = Recorded::new(Some("vm".into()));
+    let locks = specs
+        .iter()
+        .map(|s| {
+            let process = if s.local {
+                Liveness::Dead("no such process".into())
+            } else {
+                Liveness::Unknown("not this machine".into())
+            };
+            evidence.insert(
+                &s.hostname,
+                s.pid,
+                s.time,
+                process,
+                Liveness::Unknown("no inventory".into()),
+            );
+            contract::Lock {
+                id: s.id.clone(),
+                time: s.time,
+                exclusive: false,
+                hostname: s.hostname.clone(),
+                username: "root".into(),
+                pid: s.pid,
+                uid: 0,
+                gid: 0,
+                first_seen: None,
+            }
+        })
+        .collect();
+    let request = EvaluateRequest {
+        repository: Repository {
+            id: "bench".into(),
+            location: "/bench".into(),
+            backend: "local".into(),
+            version: 2,
+        },
+        locks,
+        unreadable: vec![],
+        settings: vec![],
+    };
+    (request, evidence)
+}
+
+/// The same answers as the host's recorded evidence, served natively.
+struct NativeFacts {
+    process: HashMap<(String, i64, i64), native::Liveness>,
+}
+
+impl Facts for NativeFacts {
+    fn local_hostname(&self) -> Option<String> {
+        Some("vm".into())
+    }
+    fn process(&self, hostname: &str, pid: i64, since: i64) -> native::Liveness {
+        self.process
+            .get(&(hostname.to_owned(), pid, since))
+            .cloned()
+            .unwrap_or(native::Liveness::Unknown("not this machine".into()))
+    }
+    fn host(&self, _hostname: &str, _since: i64) -> native::Liveness {
+        native::Liveness::Unknown("no inventory".into())
+    }
+    fn warn(&self, _message: &str) {}
+}
+
+fn native_request(specs: &[Spec]) -> (Vec<native::Lock>, NativeFacts) {
+    let mut process = HashMap::new();
+    let locks = specs
+        .iter()
+        .map(|s| {
+            if s.local {
+                process.insert(
+                    (s.hostname.clone(), s.pid, s.time),
+                    native::Liveness::Dead("no such process".into()),
+                );
+            }
+            native::Lock {
+                id: s.id.clone(),
+                time: s.time,
+                exclusive: false,
+                hostname: s.hostname.clone(),
+                username: "root".into(),
+                pid: s.pid,
+                uid: 0,
+                gid: 0,
+                first_seen: None,
+            }
+        })
+        .collect();
+    (locks, NativeFacts { process })
+}
+
+fn time<R>(reps: usize, mut f: impl FnMut() -> R) -> Summary {
+    let samples: Vec<f64> = (0..reps)
+        .map(|_| {
+            let started = Instant::now();
+            std::hint::black_box(f());
+            started.elapsed().as_secs_f64()
+        })
+        .collect();
+    Summary::of(&samples)
+}
+
+/// Evaluation at one request size.
+pub struct Evaluation {
+    /// Locks per request.
+    pub locks: usize,
+    /// The component, through `Runtime::evaluate` (fresh store, checks).
+    pub wasm: Summary,
+    /// The rules compiled natively.
+    pub native: Summary,
+}
+
+/// Evaluates requests of 1, 100 and 10,000 locks both ways.
+pub fn evaluation() -> Vec<Evaluation> {
+    let runtime = Runtime::new(Limits::default(), None).expect("engine");
+    let policy = runtime.load_default().expect("default policy");
+    let settings = Settings::default();
+    [(1, 2000), (100, 500), (10_000, 30)]
+        .into_iter()
+        .map(|(n, reps)| {
+            let specs = specs(n);
+            let (request, evidence) = host_request(&specs);
+            let evidence = Arc::new(evidence);
+            let (locks, facts) = native_request(&specs);
+            // Both must agree before their speed means anything.
+            let wasm_out = runtime
+                .evaluate(&policy, NOW, evidence.clone(), &request)
+                .expect("evaluate");
+            let native_out = rules::evaluate(NOW, &facts, &settings, &locks, &[]);
+            assert_eq!(wasm_out.verdicts.len(), native_out.len());
+            for (w, n) in wasm_out.verdicts.iter().zip(&native_out) {
+                assert_eq!((&w.id, &w.rule, &w.reason), (&n.id, &n.rule, &n.reason));
+            }
+            let wasm = time(reps, || {
+                runtime
+                    .evaluate(&policy, NOW, evidence.clone(), &request)
+                    .expect("evaluate")
+            });
+            let native = time(reps, || {
+                rules::evaluate(NOW, &facts, &settings, &locks, &[])
+            });
+            Evaluation {
+                locks: n,
+                wasm,
+                native,
+            }
+        })
+        .collect()
+}
+
+/// Plugin start-up costs.
+pub struct Start {
+    /// Compile the component (no cache).
+    pub first_load: Summary,
+    /// Load from the artifact cache.
+    pub cached_load: Summary,
+    /// Fresh store, instantiate, evaluate one lock, check the verdict.
+    pub instantiate_evaluate_one: Summary,
+}
+
+/// Measures plugin start.
+pub fn start() -> Start {
+    let uncached = Runtime::new(Limits::default(), None).expect("engine");
+    let first_load = time(5, || uncached.load_default().expect("load"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cached = Runtime::new(
+        Limits::default(),
+        Some(ArtifactCache::new(dir.path().to_owned())),
+    )
+    .expect("engine");
+    let policy = cached.load_default().expect("warm the cache");
+    let cached_load = time(200, || cached.load_default().expect("load"));
+    let (request, evidence) = host_request(&specs(1));
+    let evidence = Arc::new(evidence);
+    let instantiate_evaluate_one = time(5000, || {
+        cached
+            .evaluate(&policy, NOW, evidence.clone(), &request)
+            .expect("evaluate")
+    });
+    Start {
+        first_load,
+        cached_load,
+        instantiate_evaluate_one,
+    }
+}

@@ -1,0 +1,55 @@
+//! Medians and spreads of repeated measurements.
+
+use serde_json::{Value, json};
+
+/// A summary of repeated measurements.
+#[derive(Debug, Clone, Copy)]
+pub struct Summary {
+    /// Middle value.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// How many measurements.
+    pub n: usize,
+}
+
+impl Summary {
+    /// Summarises `values` (at least one).
+    pub fn of(values: &[f64]) -> Summary {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+        Summary {
+            median: at(0.5),
+            p10: at(0.1),
+            p90: at(0.9),
+            n: sorted.len(),
+        }
+    }
+
+    /// `median (p10..p90)` with `unit`, scaled by `scale`.
+    pub fn show(&self, scale: f64, unit: &str) -> String {
+        format!(
+            "{} {unit} ({}..{})",
+            short(self.median * scale),
+            short(self.p10 * scale),
+            short(self.p90 * scale)
+        )
+    }
+
+    /// For results.json.
+    pub fn json(&self) -> Value {
+        json!({"median": self.median, "p10": self.p10, "p90": self.p90, "n": self.n})
+    }
+}
+
+/// A number with three significant digits.
+pub fn short(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.digits$}")
+}
