@@ -12,7 +12,12 @@ fn main() {
         .parent()
         .expect("host-harness sits in the workspace");
     let target_dir = workspace.join("target").join("policy");
-    for watched in ["plugin/src", "plugin/Cargo.toml", "wit"] {
+    for watched in [
+        "plugin/src",
+        "plugin/Cargo.toml",
+        "wit",
+        ".cargo/config.toml",
+    ] {
         println!(
             "cargo:rerun-if-changed={}",
             workspace.join(watched).display()

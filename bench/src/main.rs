@@ -21,9 +21,15 @@ fn main() {
     // `lockwarden-bench policy` stops here: a quick loop for profiling.
     if std::env::args().nth(1).as_deref() == Some("policy") {
         for e in &evaluation {
-            eprintln!("{} locks: wasm {:?}, native {:?}", e.locks, e.wasm, e.native);
+            eprintln!(
+                "{} locks: wasm {:?}, native {:?}",
+                e.locks, e.wasm, e.native
+            );
         }
-        eprintln!("start: {:?} {:?} {:?}", start.first_load, start.cached_load, start.instantiate_evaluate_one);
+        eprintln!(
+            "start: {:?} {:?} {:?}",
+            start.first_load, start.cached_load, start.instantiate_evaluate_one
+        );
         return;
     }
     step("one-shot unlock, 1,000 locks");

@@ -9,6 +9,7 @@
 
 pub mod caps;
 pub mod first_seen;
+mod parallel;
 pub mod plugin;
 pub mod repo;
 pub mod request;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::caps::{Evidence, LogLine};
 use crate::contract::{Action, EvaluateRequest, Lock, UnreadableLock, Verdict};
 use crate::first_seen::{FirstSeenStore, StoreError};
+use crate::parallel::parallel_map;
 use crate::plugin::{PluginError, Policy, Runtime};
 use crate::repo::backend::Removal;
 use crate::repo::{RepoError, Repository};
@@ -113,12 +114,13 @@ pub struct RemovalResult {
 /// one that was read and evaluated. Keeps going past a failed removal, so one
 /// bad file does not leave the others in place.
 pub fn remove_stale(repo: &Repository, assessment: &Assessment) -> Vec<RemovalResult> {
-    assessment
-        .stale()
-        .map(|(id, verdict)| RemovalResult {
-            id: id.to_owned(),
-            verdict: verdict.clone(),
-            result: repo.remove_lock(id),
-        })
-        .collect()
+    let stale: Vec<(&str, &Verdict)> = assessment.stale().collect();
+    parallel_map(&stale, REMOVE_WORKERS, |(id, verdict)| RemovalResult {
+        id: (*id).to_owned(),
+        verdict: (*verdict).clone(),
+        result: repo.remove_lock(id),
+    })
 }
+
+/// How many lock files are deleted at once.
+const REMOVE_WORKERS: usize = 8;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::component::Component;
-use wasmtime::{Config, Engine, Store, Trap};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
 
 pub use cache::ArtifactCache;
 pub use error::PluginError;
@@ -23,6 +23,9 @@ use sandbox::{FORBIDDEN_IMPORTS, HostState};
 
 /// The default policy, built from `plugin/` and embedded at compile time.
 pub const DEFAULT_POLICY: &[u8] = include_bytes!(env!("LOCKWARDEN_DEFAULT_POLICY"));
+
+/// How many policy instances may exist at once (one per running evaluation).
+const POOL_SLOTS: u32 = 128;
 
 /// How often the engine's epoch advances; deadlines are counted in these.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -75,6 +78,18 @@ impl Runtime {
         let mut config = Config::new();
         config.epoch_interruption(true);
         config.wasm_component_model(true);
+        // Instances come from a pool of reusable slots: a fresh store per
+        // evaluation then costs microseconds, not an mmap and munmap of a
+        // linear memory each time. The pool caps concurrent evaluations at
+        // POOL_SLOTS; an evaluation beyond that fails (and removes nothing).
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(POOL_SLOTS)
+            .total_core_instances(POOL_SLOTS * 8)
+            .total_memories(POOL_SLOTS)
+            .total_tables(POOL_SLOTS * 8)
+            .max_memory_size(limits.memory)
+            .linear_memory_keep_resident(256 << 10);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config)?;
         start_epoch_ticker(&engine);
         let linker = sandbox::linker(&engine)?;

@@ -10,14 +10,13 @@ pub mod location;
 pub mod lockfile;
 mod restic_cli;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use backend::{Kind, LocalStore, Removal, RestStore, Store, StoreError};
 use crypto::Key;
 use location::Location;
 use restic_cli::{ResticCli, ResticFailure};
 
 use crate::contract::{self, Lock, UnreadableLock};
+use crate::parallel::parallel_map;
 
 /// How many lock files are read at once.
 const READ_WORKERS: usize = 8;
@@ -375,35 +374,4 @@ fn restic_error(shown: &str, f: ResticFailure) -> RepoError {
             cause,
         },
     }
-}
-
-/// Maps `f` over `items` on up to `workers` threads, keeping the order.
-fn parallel_map<T: Sync, R: Send>(
-    items: &[T],
-    workers: usize,
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let workers = workers.min(items.len()).max(1);
-    let mut results: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        mine.push((i, f(item)));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, r)| r).collect()
 }

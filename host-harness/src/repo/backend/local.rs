@@ -3,6 +3,7 @@
 
 use std::io::ErrorKind;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
@@ -12,6 +13,9 @@ use super::{FileInfo, Kind, Removal, Store, StoreError, checked_name};
 /// A local repository directory.
 pub struct LocalStore {
     dir: Dir,
+    /// `locks/`, opened on first use, so that reading and deleting a lock
+    /// resolve one path component, not two.
+    locks: OnceLock<Dir>,
     display: String,
 }
 
@@ -23,7 +27,23 @@ impl LocalStore {
             ErrorKind::NotFound => StoreError::NotFound(format!("directory {display}")),
             _ => StoreError::Other(format!("cannot open directory {display}: {e}")),
         })?;
-        Ok(LocalStore { dir, display })
+        Ok(LocalStore {
+            dir,
+            locks: OnceLock::new(),
+            display,
+        })
+    }
+
+    /// The `locks/` directory handle.
+    fn locks(&self) -> Result<&Dir, StoreError> {
+        if let Some(dir) = self.locks.get() {
+            return Ok(dir);
+        }
+        let dir = self
+            .dir
+            .open_dir("locks")
+            .map_err(|e| self.error("locks", &e))?;
+        Ok(self.locks.get_or_init(|| dir))
     }
 
     fn error(&self, what: &str, e: &std::io::Error) -> StoreError {
@@ -37,7 +57,11 @@ impl LocalStore {
 impl Store for LocalStore {
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, StoreError> {
         let path = checked_name(kind, name)?;
-        self.dir.read(&path).map_err(|e| self.error(&path, &e))
+        match kind {
+            Kind::Lock => self.locks()?.read(name),
+            _ => self.dir.read(&path),
+        }
+        .map_err(|e| self.error(&path, &e))
     }
 
     fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, StoreError> {
@@ -62,7 +86,7 @@ impl Store for LocalStore {
 
     fn remove_lock(&self, id: &str) -> Result<Removal, StoreError> {
         let path = checked_name(Kind::Lock, id)?;
-        match self.dir.remove_file(&path) {
+        match self.locks()?.remove_file(id) {
             Ok(()) => Ok(Removal::Removed),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(Removal::AlreadyGone),
             Err(e) => Err(self.error(&path, &e)),
