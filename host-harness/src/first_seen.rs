@@ -46,11 +46,7 @@ impl FirstSeenStore {
     /// The default directory: `$XDG_STATE_HOME/lockwarden`, else
     /// `~/.local/state/lockwarden`.
     pub fn default_dir() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_STATE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
-        Some(base.join("lockwarden"))
+        crate::xdg::lockwarden_dir("XDG_STATE_HOME", ".local/state")
     }
 
     /// A store in `dir` (created on first use).

@@ -16,6 +16,7 @@ pub mod request;
 pub mod time;
 pub mod warden;
 pub mod watch;
+mod xdg;
 
 /// Bindings generated from `wit/`, the one contract shared with policies.
 #[allow(missing_docs)]

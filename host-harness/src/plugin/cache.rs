@@ -29,11 +29,7 @@ impl ArtifactCache {
     /// The default location: `$XDG_CACHE_HOME/lockwarden`, else
     /// `~/.cache/lockwarden`. `None` when neither variable is set.
     pub fn default_dir() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-        Some(base.join("lockwarden"))
+        crate::xdg::lockwarden_dir("XDG_CACHE_HOME", ".cache")
     }
 
     /// A cache in `dir` (created on first store).
