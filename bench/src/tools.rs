@@ -165,44 +165,32 @@ pub fn one_shot_unlock(n: usize, reps: usize) -> Pairs {
             .arg(&pw),
         &[3],
     );
-    let mut pairs = Pairs {
-        locks: n,
-        lockwarden: vec![],
-        restic: vec![],
+    let unlock_copy = |ours: bool| {
+        let copy = work.join("copy");
+        copy_dir(&base.path, &copy);
+        let run = if ours {
+            measure(
+                lockwarden(&lw_cache)
+                    .args(["unlock", "-r"])
+                    .arg(&copy)
+                    .arg("-p")
+                    .arg(&pw),
+                &[0],
+            )
+        } else {
+            measure(
+                restic(&copy.display().to_string(), &pw, &cache).arg("unlock"),
+                &[0],
+            )
+        };
+        assert_eq!(
+            lock_count(&copy),
+            n / 2,
+            "both tools remove exactly the stale half"
+        );
+        run
     };
-    for rep in 0..reps {
-        for turn in 0..2 {
-            let ours = (rep + turn) % 2 == 0;
-            let copy = work.join("copy");
-            copy_dir(&base.path, &copy);
-            let run = if ours {
-                measure(
-                    lockwarden(&lw_cache)
-                        .args(["unlock", "-r"])
-                        .arg(&copy)
-                        .arg("-p")
-                        .arg(&pw),
-                    &[0],
-                )
-            } else {
-                measure(
-                    restic(&copy.display().to_string(), &pw, &cache).arg("unlock"),
-                    &[0],
-                )
-            };
-            assert_eq!(
-                lock_count(&copy),
-                n / 2,
-                "both tools remove exactly the stale half"
-            );
-            if ours {
-                pairs.lockwarden.push(run)
-            } else {
-                pairs.restic.push(run)
-            }
-        }
-    }
-    pairs
+    alternate(n, reps, unlock_copy)
 }
 
 /// A periodic round over many repositories.
@@ -339,11 +327,7 @@ pub fn periodic_round(n: usize) -> Round {
 pub fn over_rest(n: usize, reps: usize) -> Pairs {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = RestServer::start(&dir.path().join("served"));
-    let repo = TestRepo::at(
-        format!("rest:{}/repo", server.base),
-        server.root.join("repo"),
-    );
-    repo.init();
+    let repo = server.init_repo("repo");
     fill(&repo, n, true);
     let work = repo.dir.path();
     let (pw, cache, lw_cache) = (
@@ -357,33 +341,44 @@ pub fn over_rest(n: usize, reps: usize) -> Pairs {
             .arg(&pw),
         &[0],
     );
-    let mut pairs = Pairs {
-        locks: n,
-        lockwarden: vec![],
-        restic: vec![],
-    };
-    for rep in 0..reps {
-        for turn in 0..2 {
-            if (rep + turn) % 2 == 0 {
-                let run = measure(
-                    lockwarden(&lw_cache)
-                        .args(["check", "-r", &repo.location, "-p"])
-                        .arg(&pw),
-                    &[0],
-                );
-                pairs.lockwarden.push(run);
-            } else {
-                pairs.restic.push(measure(
-                    restic(&repo.location, &pw, &cache).arg("unlock"),
-                    &[0],
-                ));
-            }
+    let pairs = alternate(n, reps, |ours| {
+        if ours {
+            measure(
+                lockwarden(&lw_cache)
+                    .args(["check", "-r", &repo.location, "-p"])
+                    .arg(&pw),
+                &[0],
+            )
+        } else {
+            measure(restic(&repo.location, &pw, &cache).arg("unlock"), &[0])
         }
-    }
+    });
     assert_eq!(
         lock_count(&repo.path),
         n,
         "nothing was stale, nothing removed"
     );
+    pairs
+}
+
+/// Runs `run(true)` (lockwarden) and `run(false)` (restic) `reps` times each,
+/// alternating which goes first.
+fn alternate(locks: usize, reps: usize, mut run: impl FnMut(bool) -> Run) -> Pairs {
+    let mut pairs = Pairs {
+        locks,
+        lockwarden: vec![],
+        restic: vec![],
+    };
+    for rep in 0..reps {
+        for turn in 0..2 {
+            let ours = (rep + turn) % 2 == 0;
+            let result = run(ours);
+            if ours {
+                pairs.lockwarden.push(result)
+            } else {
+                pairs.restic.push(result)
+            }
+        }
+    }
     pairs
 }

@@ -126,19 +126,7 @@ fn write_atomically(path: &Path, state: &StateFile) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    fn lock(id: &str) -> Lock {
-        Lock {
-            id: id.into(),
-            time: 0,
-            exclusive: false,
-            hostname: "h".into(),
-            username: "u".into(),
-            pid: 1,
-            uid: 0,
-            gid: 0,
-            first_seen: None,
-        }
-    }
+    use crate::contract::test_lock as lock;
 
     #[test]
     fn remembers_first_sight_and_prunes_what_is_gone() {

@@ -34,4 +34,20 @@ pub mod contract {
 
     /// The contract version this host implements: the WIT package version.
     pub const VERSION: &str = "0.1.0";
+
+    /// A lock with this id and placeholder fields, for unit tests.
+    #[cfg(test)]
+    pub(crate) fn test_lock(id: &str) -> Lock {
+        Lock {
+            id: id.into(),
+            time: 0,
+            exclusive: false,
+            hostname: "h".into(),
+            username: "u".into(),
+            pid: 1,
+            uid: 0,
+            gid: 0,
+            first_seen: None,
+        }
+    }
 }

@@ -427,11 +427,7 @@ fn with_no_evidence_lockwarden_removes_what_restic_unlock_removes() {
 fn the_same_repository_over_rest() {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = RestServer::start(&dir.path().join("served"));
-    let repo = TestRepo::at(
-        format!("rest:{}/repo", server.base),
-        server.root.join("repo"),
-    );
-    repo.init();
+    let repo = server.init_repo("repo");
     let live = Holder::start(&repo);
     let dead = Holder::start(&repo).kill();
     let writer = LockWriter::new(&repo);

@@ -91,7 +91,9 @@ impl TestRepo {
         finish(self.restic_command().args(args))
     }
 
-    /// The ids in `locks/`, read from the directory.
+    /// The lock ids in `locks/`, read from the directory. restic writes
+    /// `<id>-tmp-<n>` first and renames it; such temporary files are not
+    /// locks yet and are left out.
     pub fn lock_ids(&self) -> BTreeSet<String> {
         match std::fs::read_dir(self.path.join("locks")) {
             Ok(entries) => entries
@@ -101,6 +103,7 @@ impl TestRepo {
                         .to_string_lossy()
                         .into_owned()
                 })
+                .filter(|name| lockwarden::repo::lockfile::is_valid_id(name))
                 .collect(),
             Err(_) => BTreeSet::new(),
         }
@@ -185,15 +188,6 @@ impl Holder {
             }
             std::thread::sleep(Duration::from_millis(50));
         };
-        // The file appears before restic has written it whole: wait until
-        // restic itself can read it, or a kill now would leave a torn file.
-        while repo.restic(&["cat", "lock", &lock_id, "--no-lock"]).code != 0 {
-            assert!(
-                Instant::now() < deadline,
-                "restic's lock {lock_id} never became readable"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
         let pid = child.id();
         Holder {
             child,
@@ -272,6 +266,15 @@ impl RestServer {
             base: format!("http://{REST_USER}:{REST_PASS}@{addr}"),
             root: root.to_owned(),
         }
+    }
+}
+
+impl RestServer {
+    /// `restic init` of repository `name` on this server.
+    pub fn init_repo(&self, name: &str) -> TestRepo {
+        let repo = TestRepo::at(format!("rest:{}/{name}", self.base), self.root.join(name));
+        repo.init();
+        repo
     }
 }
 

@@ -73,7 +73,7 @@ pub fn check_unique_ids(request: &EvaluateRequest) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Action, Lock, Repository, UnreadableLock};
+    use crate::contract::{Action, Repository, UnreadableLock, test_lock};
 
     fn request(ids: &[&str], unreadable: &[&str]) -> EvaluateRequest {
         EvaluateRequest {
@@ -83,20 +83,7 @@ mod tests {
                 backend: "local".into(),
                 version: 2,
             },
-            locks: ids
-                .iter()
-                .map(|id| Lock {
-                    id: (*id).into(),
-                    time: 0,
-                    exclusive: false,
-                    hostname: "h".into(),
-                    username: "u".into(),
-                    pid: 1,
-                    uid: 0,
-                    gid: 0,
-                    first_seen: None,
-                })
-                .collect(),
+            locks: ids.iter().map(|id| test_lock(id)).collect(),
             unreadable: unreadable
                 .iter()
                 .map(|id| UnreadableLock {
