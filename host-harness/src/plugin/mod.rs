@@ -5,6 +5,7 @@
 mod cache;
 mod error;
 mod sandbox;
+mod ticker;
 mod verdicts;
 
 use std::sync::Arc;
@@ -20,15 +21,13 @@ pub use verdicts::{check_unique_ids, validate};
 use crate::caps::{Evidence, LogLine, Recorded};
 use crate::contract::{self, EvaluateRequest, PolicyInfo, StaleLockPolicyPre, Verdict};
 use sandbox::{FORBIDDEN_IMPORTS, HostState};
+use ticker::{EPOCH_TICK, Ticker};
 
 /// The default policy, built from `plugin/` and embedded at compile time.
 pub const DEFAULT_POLICY: &[u8] = include_bytes!(env!("LOCKWARDEN_DEFAULT_POLICY"));
 
 /// How many policy instances may exist at once (one per running evaluation).
 const POOL_SLOTS: u32 = 128;
-
-/// How often the engine's epoch advances; deadlines are counted in these.
-const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// The hard limits every policy call runs under.
 #[derive(Debug, Clone, Copy)]
@@ -54,6 +53,7 @@ pub struct Runtime {
     linker: wasmtime::component::Linker<HostState>,
     cache: Option<ArtifactCache>,
     limits: Limits,
+    ticker: Arc<Ticker>,
 }
 
 /// A loaded policy, ready to evaluate any number of times.
@@ -91,9 +91,10 @@ impl Runtime {
             .linear_memory_keep_resident(256 << 10);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config)?;
-        start_epoch_ticker(&engine);
+        let ticker = Ticker::start(&engine);
         let linker = sandbox::linker(&engine)?;
         Ok(Runtime {
+            ticker,
             engine,
             linker,
             cache,
@@ -181,7 +182,7 @@ impl Runtime {
     fn store(&self, now: i64, evidence: Arc<dyn Evidence>) -> Store<HostState> {
         let mut store = Store::new(
             &self.engine,
-            HostState::new(now, evidence, self.limits.memory),
+            HostState::new(now, evidence, self.limits.memory, self.ticker.ticking()),
         );
         store.limiter(HostState::limiter);
         store.set_epoch_deadline(self.deadline_ticks());
@@ -334,23 +335,6 @@ fn classify(
             format!("; it wrote: {}", stderr.replace('\n', " | "))
         },
     }
-}
-
-/// Advances the engine's epoch every [`EPOCH_TICK`] for as long as the engine
-/// exists, so that epoch deadlines measure wall time.
-fn start_epoch_ticker(engine: &Engine) {
-    let weak = engine.weak();
-    std::thread::Builder::new()
-        .name("lockwarden-epoch".into())
-        .spawn(move || {
-            while let Some(engine) = weak.upgrade() {
-                engine.increment_epoch();
-                drop(engine);
-                std::thread::sleep(EPOCH_TICK);
-            }
-        })
-        .map(drop)
-        .unwrap_or_else(|e| panic!("cannot start the epoch thread: {e}"));
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use wasmtime_wasi::p2::bindings::{cli, sync::io};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::ticker::Ticking;
 use crate::caps::{Evidence, LogLevel, LogLine};
 use crate::contract::lockwarden::policy::{clock, liveness, log, types};
 use crate::contract::{Liveness, StaleLockPolicy};
@@ -41,11 +42,19 @@ pub struct HostState {
     now: i64,
     evidence: Arc<dyn Evidence>,
     logs: Vec<LogLine>,
+    /// Keeps the epoch advancing while this store exists.
+    _ticking: Ticking,
 }
 
 impl HostState {
-    /// A state granting nothing but the given clock reading and evidence.
-    pub fn new(now: i64, evidence: Arc<dyn Evidence>, memory_limit: usize) -> Self {
+    /// A state granting nothing but the given clock reading and evidence;
+    /// `ticking` keeps the deadline clock running while it lives.
+    pub fn new(
+        now: i64,
+        evidence: Arc<dyn Evidence>,
+        memory_limit: usize,
+        ticking: Ticking,
+    ) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         // No args, no env, no preopened directories, no network: the builder
         // grants nothing unless asked, and nothing is asked but a stderr pipe.
@@ -61,6 +70,7 @@ impl HostState {
             now,
             evidence,
             logs: Vec::new(),
+            _ticking: ticking,
         }
     }
 
