@@ -35,40 +35,41 @@ pub struct EvidenceArgs {
 }
 
 impl EvidenceArgs {
-    /// Checks the combination of options.
-    pub fn validate(&self) -> anyhow::Result<()> {
-        let inventory = self.hosts_file.is_some() || self.hosts_command.is_some();
-        match (inventory, &self.inventory_hosts) {
-            (true, None) => Err(UsageError(
-                "--hosts-file/--hosts-command need --inventory-hosts REGEX: the hostnames the inventory \
-                 is authoritative for (a host it does not list is taken as gone)"
-                    .into(),
-            )
-            .into()),
-            (false, Some(_)) => Err(UsageError("--inventory-hosts needs --hosts-file or --hosts-command".into()).into()),
-            (_, Some(regex)) => Regex::new(regex)
-                .map(drop)
-                .map_err(|e| UsageError(format!("--inventory-hosts: {e}")).into()),
-            (false, None) => Ok(()),
-        }
-    }
-
-    /// The evidence configuration these options describe (after
-    /// [`EvidenceArgs::validate`]).
-    pub fn config(&self) -> EvidenceConfig {
+    /// The evidence configuration these options describe; a wrong
+    /// combination or a bad regex is a usage error. The regex is compiled
+    /// once, here.
+    pub fn config(&self) -> anyhow::Result<EvidenceConfig> {
         let source = match (&self.hosts_file, &self.hosts_command) {
             (Some(file), _) => Some(InventorySource::File(file.clone())),
             (None, Some(command)) => Some(InventorySource::Command(command.clone())),
             (None, None) => None,
         };
-        let hosts = self
-            .inventory_hosts
-            .as_deref()
-            .and_then(|r| Regex::new(r).ok());
-        EvidenceConfig {
+        let inventory = match (source, &self.inventory_hosts) {
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(UsageError(
+                    "--hosts-file/--hosts-command need --inventory-hosts REGEX: the hostnames the \
+                     inventory is authoritative for (a host it does not list is taken as gone)"
+                        .into(),
+                )
+                .into());
+            }
+            (None, Some(_)) => {
+                return Err(UsageError(
+                    "--inventory-hosts needs --hosts-file or --hosts-command".into(),
+                )
+                .into());
+            }
+            (Some(source), Some(regex)) => {
+                let hosts =
+                    Regex::new(regex).map_err(|e| UsageError(format!("--inventory-hosts: {e}")))?;
+                Some((source, hosts))
+            }
+        };
+        Ok(EvidenceConfig {
             trust_local_pids: self.trust_local_pids,
-            inventory: source.zip(hosts),
-        }
+            inventory,
+        })
     }
 
     /// The first-seen store, when `--state-dir` was given.

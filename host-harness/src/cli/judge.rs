@@ -54,7 +54,7 @@ impl JudgeArgs {
     /// Loads the policy, then opens the repository (so that a broken policy
     /// fails before the slow key derivation).
     pub fn open(&self) -> anyhow::Result<Judge> {
-        self.evidence.validate()?;
+        let evidence = self.evidence.config()?;
         let location = self.repo.location()?;
         let password = self.repo.password()?;
         let (runtime, policy) = self.policy.load()?;
@@ -63,7 +63,7 @@ impl JudgeArgs {
             repo,
             runtime,
             policy,
-            evidence: self.evidence.config(),
+            evidence,
             settings: self.settings.clone(),
             first_seen: self.evidence.first_seen(),
             children: None,

@@ -32,7 +32,7 @@ pub struct WatchArgs {
 }
 
 pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
-    args.evidence.validate()?;
+    let evidence = args.evidence.config()?;
     let mut config = WatchConfig::load(&args.config).map_err(UsageError)?;
     // --policy is the policy of every repository that names none.
     for repo in &mut config.repositories {
@@ -49,7 +49,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let metrics = Arc::new(Metrics::new());
     let shared = Arc::new(Shared {
         runtime: Arc::new(args.policy.runtime()?),
-        evidence: args.evidence.config(),
+        evidence,
         first_seen: FirstSeenStore::new(state_dir),
         metrics: metrics.clone(),
         stop: stop.clone(),
