@@ -5,7 +5,6 @@
 
 mod policy;
 mod report;
-mod stats;
 mod tools;
 
 use std::time::Instant;

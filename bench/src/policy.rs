@@ -11,7 +11,7 @@ use lockwarden::plugin::{ArtifactCache, Limits, Runtime};
 use lockwarden_policy::bindings::lockwarden::policy::types as native;
 use lockwarden_policy::rules::{self, Facts, Settings};
 
-use crate::stats::Summary;
+use lockwarden::stats::Summary;
 
 const NOW: i64 = 1_796_040_000_000_000_000;
 const MINUTE: i64 = 60_000_000_000;

@@ -6,8 +6,8 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::policy::{Evaluation, Start};
-use crate::stats::short;
 use crate::tools::{Pairs, Round, Run};
+use lockwarden::stats::short;
 
 /// Everything one `make bench` measured.
 pub struct Results {

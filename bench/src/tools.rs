@@ -9,7 +9,7 @@ use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
 use lockwarden_tests::lockwarden_bin;
 use lockwarden_tests::restic::{RestServer, TestRepo, free_port};
 
-use crate::stats::Summary;
+use lockwarden::stats::Summary;
 
 /// What GNU time reports about one command.
 #[derive(Debug, Clone, Copy)]

@@ -11,8 +11,6 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{FlockOperation, flock};
@@ -72,10 +70,7 @@ impl FirstSeenStore {
             path: path.display().to_string(),
             cause,
         };
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
+        crate::files::create_private_dir(&self.dir)
             .map_err(|e| fail(format!("cannot create the directory: {e}")))?;
         let guard = lock_file(&path.with_extension("lock"))
             .map_err(|e| fail(format!("cannot lock: {e}")))?;
@@ -97,7 +92,10 @@ impl FirstSeenStore {
         }
         state.repository = repo_id.to_owned();
         state.first_seen = next;
-        write_atomically(&path, &state).map_err(|e| fail(format!("cannot write: {e}")))?;
+        serde_json::to_vec_pretty(&state)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| crate::files::write_atomically(&path, &bytes))
+            .map_err(|e| fail(format!("cannot write: {e}")))?;
         drop(guard);
         Ok(())
     }
@@ -112,14 +110,6 @@ fn lock_file(path: &Path) -> std::io::Result<File> {
         .open(path)?;
     flock(&file, FlockOperation::LockExclusive)?;
     Ok(file)
-}
-
-fn write_atomically(path: &Path, state: &StateFile) -> std::io::Result<()> {
-    let temp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let mut file = File::create(&temp)?;
-    file.write_all(&serde_json::to_vec_pretty(state).map_err(std::io::Error::other)?)?;
-    file.sync_all()?;
-    fs::rename(&temp, path)
 }
 
 #[cfg(test)]

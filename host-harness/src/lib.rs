@@ -8,11 +8,15 @@
 //! ([`request`]).
 
 pub mod caps;
+pub mod conformance;
+mod files;
 pub mod first_seen;
+pub mod oci;
 mod parallel;
 pub mod plugin;
 pub mod repo;
 pub mod request;
+pub mod stats;
 pub mod time;
 pub mod warden;
 pub mod watch;

@@ -22,9 +22,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use lockwarden::plugin::{ArtifactCache, Limits, PluginError, Policy, Runtime};
+use lockwarden::oci::Registry;
+use lockwarden::plugin::{
+    ArtifactCache, Limits, LoadError, PluginError, Policy, PolicySource, Runtime,
+};
 use lockwarden::repo::RepoError;
 use lockwarden::warden::AssessError;
 
@@ -104,9 +106,10 @@ enum Command {
 /// How to find and run a policy; shared by every command that evaluates.
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
-    /// A policy component (.wasm) to use instead of the built-in default.
-    #[arg(long, value_name = "FILE")]
-    policy: Option<PathBuf>,
+    /// A policy to use instead of the built-in default: a component file
+    /// (.wasm), or oci://HOST/REPO:TAG or oci://HOST/REPO@sha256:DIGEST.
+    #[arg(long, value_name = "FILE|OCI")]
+    policy: Option<PolicySource>,
     /// How long one policy call may run before it is stopped.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     policy_timeout: Duration,
@@ -117,37 +120,42 @@ pub struct PolicyArgs {
     /// or ~/.cache/lockwarden].
     #[arg(long, value_name = "DIR", env = "LOCKWARDEN_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
-    /// Compile the policy every time instead of caching it.
+    /// Compile the policy every time instead of caching it, and fetch
+    /// pulled policies again.
     #[arg(long)]
     no_cache: bool,
+    /// Speak plain HTTP to the policy's registry; only for registries on
+    /// this machine (127.0.0.1, ::1, localhost).
+    #[arg(long)]
+    insecure_registry: bool,
 }
 
 impl PolicyArgs {
     /// Starts a runtime and loads the chosen policy.
     fn load(&self) -> anyhow::Result<(Runtime, Policy)> {
         let runtime = self.runtime()?;
-        let policy = match &self.policy {
-            None => runtime.load_default()?,
-            Some(path) => {
-                let bytes = std::fs::read(path).with_context(|| {
-                    format!("cannot read policy {}: check the path", path.display())
-                })?;
-                runtime.load(&path.display().to_string(), &bytes)?
-            }
-        };
+        let source = self.policy.clone().unwrap_or(PolicySource::Builtin);
+        let policy = runtime.load_from(&source, &self.registry())?;
         Ok((runtime, policy))
+    }
+
+    /// The cache directory, unless caching is off.
+    fn cache_dir(&self) -> Option<PathBuf> {
+        if self.no_cache {
+            None
+        } else {
+            self.cache_dir.clone().or_else(ArtifactCache::default_dir)
+        }
+    }
+
+    /// Where OCI policies come from, storing pulls beside the compiled ones.
+    fn registry(&self) -> Registry {
+        Registry::new(self.insecure_registry, self.cache_dir())
     }
 
     /// Starts a runtime with these limits and this cache.
     fn runtime(&self) -> anyhow::Result<Runtime> {
-        let cache = if self.no_cache {
-            None
-        } else {
-            self.cache_dir
-                .clone()
-                .or_else(ArtifactCache::default_dir)
-                .map(ArtifactCache::new)
-        };
+        let cache = self.cache_dir().map(ArtifactCache::new);
         let limits = Limits {
             deadline: self.policy_timeout,
             memory: self.policy_memory.saturating_mul(1 << 20),
@@ -187,6 +195,10 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
             .downcast_ref::<PluginError>()
             .or_else(|| match cause.downcast_ref() {
                 Some(AssessError::Plugin(p)) => Some(p),
+                _ => None,
+            })
+            .or_else(|| match cause.downcast_ref() {
+                Some(LoadError::Plugin(p)) => Some(p),
                 _ => None,
             });
         let repo = cause

@@ -53,6 +53,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         first_seen: FirstSeenStore::new(state_dir),
         metrics: metrics.clone(),
         stop: stop.clone(),
+        registry: args.policy.registry(),
     });
     let mut threads = Vec::new();
     if let Some(addr) = args.metrics_addr.as_ref().or(config.metrics_addr.as_ref()) {

@@ -10,8 +10,7 @@
 
 use std::fs;
 use std::hash::{Hash, Hasher};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -73,27 +72,8 @@ impl ArtifactCache {
     /// Stores `artifact` (from `Engine::precompile_component`) for
     /// `component`, atomically.
     pub fn store(&self, engine: &Engine, component: &[u8], artifact: &[u8]) -> std::io::Result<()> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)?;
-        let path = self.path_for(engine, component);
-        let temp = path.with_extension(format!("tmp.{}", std::process::id()));
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temp)?;
-        let written = file.write_all(artifact).and_then(|()| file.sync_all());
-        drop(file);
-        match written.and_then(|()| fs::rename(&temp, &path)) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let _ = fs::remove_file(&temp);
-                Err(e)
-            }
-        }
+        crate::files::create_private_dir(&self.dir)?;
+        crate::files::write_atomically(&self.path_for(engine, component), artifact)
     }
 }
 

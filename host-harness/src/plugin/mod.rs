@@ -5,6 +5,7 @@
 mod cache;
 mod error;
 mod sandbox;
+mod source;
 mod ticker;
 mod verdicts;
 
@@ -16,6 +17,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 pub use cache::ArtifactCache;
 pub use error::PluginError;
+pub use source::{LoadError, PolicySource};
 pub use verdicts::{check_unique_ids, validate};
 
 use crate::caps::{Evidence, LogLine, Recorded};

@@ -10,7 +10,7 @@
 //! password_file = "/etc/restic/pw"   # or password_command, or password_env
 //! interval = "5m"                    # default 5m
 //! mode = "unlock"                    # or "report"
-//! policy = "/etc/lockwarden/strict.wasm"   # optional
+//! policy = "/etc/lockwarden/strict.wasm"   # optional; or oci://HOST/REPO@sha256:...
 //! settings = { stale-after = "30m" }       # optional
 //! ```
 
@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::plugin::PolicySource;
 use crate::repo::Password;
 use crate::repo::location::Location;
 
@@ -66,8 +67,9 @@ pub struct RepositoryConfig {
     /// Unlock or report.
     #[serde(default = "default_mode")]
     pub mode: Mode,
-    /// A policy component to use instead of the built-in one.
-    pub policy: Option<PathBuf>,
+    /// A policy to use instead of the built-in one: a component file or an
+    /// `oci://` reference.
+    pub policy: Option<PolicySource>,
     /// Settings for the policy.
     #[serde(default)]
     pub settings: BTreeMap<String, String>,

@@ -10,7 +10,6 @@ pub mod config;
 pub mod metrics;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -18,7 +17,8 @@ use std::time::{Duration, Instant};
 use crate::caps::EvidenceConfig;
 use crate::contract::Action;
 use crate::first_seen::FirstSeenStore;
-use crate::plugin::{PluginError, Policy, Runtime};
+use crate::oci::Registry;
+use crate::plugin::{LoadError, Policy, PolicySource, Runtime};
 use crate::repo::Repository;
 use crate::repo::backend::Removal;
 use crate::repo::location::Location;
@@ -39,7 +39,7 @@ pub enum WatchError {
         /// The repository's name.
         repository: String,
         /// Why.
-        error: PluginError,
+        error: LoadError,
     },
     /// The metrics address cannot be served.
     #[error("cannot serve metrics on {addr}: {cause}; is the address free?")]
@@ -96,29 +96,26 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// Stop signal.
     pub stop: Arc<Stop>,
+    /// Where OCI policies are pulled from.
+    pub registry: Registry,
 }
 
 /// Loads every policy the configuration names (once each), then starts one
 /// thread per repository. Returns their handles.
 pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<()>>, WatchError> {
-    let mut policies: HashMap<Option<PathBuf>, Arc<Policy>> = HashMap::new();
+    let mut policies: HashMap<Option<PolicySource>, Arc<Policy>> = HashMap::new();
     for repo in &config.repositories {
         if policies.contains_key(&repo.policy) {
             continue;
         }
-        let loaded = match &repo.policy {
-            None => shared.runtime.load_default(),
-            Some(path) => std::fs::read(path)
-                .map_err(|e| PluginError::Compile {
-                    source_name: path.display().to_string(),
-                    cause: wasmtime::Error::msg(format!("cannot read it: {e}")),
-                })
-                .and_then(|bytes| shared.runtime.load(&path.display().to_string(), &bytes)),
-        };
-        let policy = loaded.map_err(|error| WatchError::Policy {
-            repository: repo.name.clone(),
-            error,
-        })?;
+        let source = repo.policy.clone().unwrap_or(PolicySource::Builtin);
+        let policy = shared
+            .runtime
+            .load_from(&source, &shared.registry)
+            .map_err(|error| WatchError::Policy {
+                repository: repo.name.clone(),
+                error,
+            })?;
         policies.insert(repo.policy.clone(), Arc::new(policy));
     }
     Ok(config

@@ -11,20 +11,35 @@ pub struct Summary {
     pub p10: f64,
     /// 90th percentile.
     pub p90: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
     /// How many measurements.
     pub n: usize,
 }
 
 impl Summary {
-    /// Summarises `values` (at least one).
+    /// Summarises `values`; all zero when there are none.
     pub fn of(values: &[f64]) -> Summary {
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
-        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+        let at = |q: f64| {
+            let last = sorted.len().saturating_sub(1);
+            sorted
+                .get((last as f64 * q).round() as usize)
+                .copied()
+                .unwrap_or(0.0)
+        };
         Summary {
             median: at(0.5),
             p10: at(0.1),
             p90: at(0.9),
+            min: at(0.0),
+            max: at(1.0),
+            mean: sorted.iter().sum::<f64>() / sorted.len().max(1) as f64,
             n: sorted.len(),
         }
     }
@@ -41,7 +56,10 @@ impl Summary {
 
     /// For results.json.
     pub fn json(&self) -> Value {
-        json!({"median": self.median, "p10": self.p10, "p90": self.p90, "n": self.n})
+        json!({
+            "median": self.median, "p10": self.p10, "p90": self.p90,
+            "min": self.min, "max": self.max, "mean": self.mean, "n": self.n,
+        })
     }
 }
 

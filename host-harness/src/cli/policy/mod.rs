@@ -2,7 +2,7 @@
 //! request.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -11,10 +11,14 @@ use clap::{Args, Subcommand};
 use lockwarden::caps::{LogLevel, LogLine};
 use lockwarden::contract::{Action, PolicyInfo, Verdict};
 use lockwarden::plugin::Policy;
-use lockwarden::request::RecordedRequest;
+use lockwarden::request::{Prepared, RecordedRequest};
 use serde_json::json;
 
 use super::{PolicyArgs, UsageError};
+
+mod bench;
+mod conformance;
+mod push;
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
@@ -22,6 +26,12 @@ pub enum PolicyCommand {
     Info(InfoArgs),
     /// Run a policy on a recorded request and print its verdicts as JSON.
     Eval(EvalArgs),
+    /// Time a policy's evaluations of a recorded request.
+    Bench(bench::BenchArgs),
+    /// Run a policy through conformance cases (e.g. tests/conformance).
+    Conformance(conformance::ConformanceArgs),
+    /// Push a policy component to an OCI registry and print its digest.
+    Push(push::PushArgs),
 }
 
 #[derive(Debug, Args)]
@@ -46,6 +56,9 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<ExitCode> {
     match command {
         PolicyCommand::Info(args) => info(&args),
         PolicyCommand::Eval(args) => eval(&args),
+        PolicyCommand::Bench(args) => bench::run(&args),
+        PolicyCommand::Conformance(args) => conformance::run(&args),
+        PolicyCommand::Push(args) => push::run(&args),
     }
 }
 
@@ -89,8 +102,9 @@ fn info_text(policy: &Policy) -> String {
     out
 }
 
-fn eval(args: &EvalArgs) -> anyhow::Result<ExitCode> {
-    let name = args.request.display().to_string();
+/// Reads and prepares a recorded request from a file or `-` (stdin).
+fn read_request(path: &Path) -> anyhow::Result<Prepared> {
+    let name = path.display().to_string();
     let text = if name == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -98,13 +112,18 @@ fn eval(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             .context("cannot read the request from standard input")?;
         text
     } else {
-        std::fs::read_to_string(&args.request)
+        std::fs::read_to_string(path)
             .with_context(|| format!("cannot read request {name}: check the path"))?
     };
     let prepared = RecordedRequest::from_json(&text)
-        .map_err(|e| UsageError(format!("request {name} is not valid: {e}")))?
-        .prepare()
+        .map_err(|e| e.to_string())
+        .and_then(RecordedRequest::prepare)
         .map_err(|e| UsageError(format!("request {name} is not valid: {e}")))?;
+    Ok(prepared)
+}
+
+fn eval(args: &EvalArgs) -> anyhow::Result<ExitCode> {
+    let prepared = read_request(&args.request)?;
     let (runtime, policy) = args.policy.load()?;
     let outcome = runtime.evaluate(
         &policy,

@@ -1,0 +1,312 @@
+//! The conformance suite: JSON cases, each a recorded request (the
+//! `policy eval` format) plus what the policy must answer, so that any policy
+//! can be checked in any host, and two hosts can be shown to agree.
+//!
+//! ```json
+//! {"description": "a lock 1ns past stale-after is removed",
+//!  "now": "...", "locks": [...], "settings": {...},
+//!  "expect": {
+//!    "verdicts": [{"id": "a", "action": "remove", "rule": "expired",
+//!                  "reason_contains": ["30m0.000000001s"]}],
+//!    "counts": {"expired": 2000},
+//!    "logs": [{"level": "warn", "contains": "has not refreshed"}],
+//!    "error": {"kind": "invalid-setting", "contains": "stale-after"}}}
+//! ```
+//!
+//! Without `counts`, `verdicts` lists every verdict in order. With it, the
+//! listed verdicts are looked up by id and `counts` gives the number of
+//! verdicts per rule. `logs`, when present, lists every log line. `error`
+//! means the policy must refuse the request.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::caps::LogLevel;
+use crate::contract::{Action, PolicyError};
+use crate::plugin::{Outcome, PluginError, Policy, Runtime};
+use crate::request::RecordedRequest;
+
+/// One case file.
+#[derive(Debug)]
+pub struct Case {
+    /// The file name without `.json`.
+    pub name: String,
+    /// The file.
+    pub path: PathBuf,
+    /// What it checks.
+    pub description: String,
+    /// What the policy must answer.
+    pub expect: Expect,
+    text: String,
+}
+
+/// The `description` and `expect` fields of a case.
+#[derive(Debug, Deserialize)]
+struct CaseMeta {
+    #[serde(default)]
+    description: String,
+    expect: Expect,
+}
+
+/// What a case expects.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// Verdicts: all of them in order, or (with `counts`) some by id.
+    #[serde(default)]
+    pub verdicts: Vec<ExpectedVerdict>,
+    /// Verdicts per rule.
+    pub counts: Option<BTreeMap<String, usize>>,
+    /// Every log line, if given.
+    pub logs: Option<Vec<ExpectedLog>>,
+    /// The policy must refuse the request.
+    pub error: Option<ExpectedError>,
+}
+
+/// One expected verdict.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedVerdict {
+    /// The lock.
+    pub id: String,
+    /// `keep` or `remove`.
+    pub action: String,
+    /// The rule that decided.
+    pub rule: String,
+    /// Text the reason must contain.
+    #[serde(default)]
+    pub reason_contains: Vec<String>,
+}
+
+/// One expected log line.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedLog {
+    /// `debug`, `info`, `warn` or `error`.
+    pub level: String,
+    /// Text the message must contain.
+    pub contains: String,
+}
+
+/// An expected refusal.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedError {
+    /// `invalid-setting` or `failed`.
+    pub kind: String,
+    /// Text the message must contain.
+    #[serde(default)]
+    pub contains: String,
+}
+
+/// Reads every `*.json` case in `dir`, in name order.
+pub fn load_dir(dir: &Path) -> Result<Vec<Case>, String> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read conformance cases in {}: {e}", dir.display()))?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        return Err(format!("no *.json cases in {}", dir.display()));
+    }
+    paths.into_iter().map(|path| load(&path)).collect()
+}
+
+/// Reads one case file.
+pub fn load(path: &Path) -> Result<Case, String> {
+    let fail = |e: String| format!("case {}: {e}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let meta: CaseMeta = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
+    Ok(Case {
+        name: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        path: path.to_owned(),
+        description: meta.description,
+        expect: meta.expect,
+        text,
+    })
+}
+
+impl Case {
+    /// Runs the case's request through `policy` and returns what it answered
+    /// in the host-neutral form [`observed_json`] describes.
+    pub fn run(&self, runtime: &Runtime, policy: &Policy) -> Result<Value, String> {
+        let prepared = RecordedRequest::from_json(&self.text)
+            .map_err(|e| e.to_string())
+            .and_then(RecordedRequest::prepare)
+            .map_err(|e| format!("case {}: the request is not valid: {e}", self.name))?;
+        let result = runtime.evaluate(
+            policy,
+            prepared.now,
+            Arc::new(prepared.evidence),
+            &prepared.request,
+        );
+        observed_json(result).map_err(|e| format!("case {}: {e}", self.name))
+    }
+
+    /// Compares what a host observed with what the case expects; one line per
+    /// difference.
+    pub fn check(&self, observed: &Value) -> Vec<String> {
+        check(&self.expect, observed)
+    }
+}
+
+/// What a policy answered, as every host reports it:
+/// `{"verdicts": [{"id", "action", "rule", "reason"}], "logs": [{"level",
+/// "message"}]}`, or `{"error": {"kind", "message"}}` when the policy refused
+/// the request. Failures of the plugin itself (traps, limits) are errors.
+pub fn observed_json(result: Result<Outcome, PluginError>) -> Result<Value, PluginError> {
+    match result {
+        Ok(outcome) => Ok(json!({
+            "verdicts": outcome.verdicts.iter().map(|v| json!({
+                "id": v.id,
+                "action": match v.action { Action::Keep => "keep", Action::Remove => "remove" },
+                "rule": v.rule,
+                "reason": v.reason,
+            })).collect::<Vec<_>>(),
+            "logs": outcome.logs.iter().map(|l| json!({
+                "level": level_name(l.level),
+                "message": l.message,
+            })).collect::<Vec<_>>(),
+        })),
+        Err(PluginError::Refused { error, .. }) => {
+            let (kind, message) = match error {
+                PolicyError::InvalidSetting(m) => ("invalid-setting", m),
+                PolicyError::Failed(m) => ("failed", m),
+            };
+            Ok(json!({"error": {"kind": kind, "message": message}}))
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// A log level as the contract spells it.
+pub fn level_name(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Debug => "debug",
+        LogLevel::Info => "info",
+        LogLevel::Warn => "warn",
+        LogLevel::Error => "error",
+    }
+}
+
+fn check(expect: &Expect, observed: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    let text = |v: &Value, key: &str| v[key].as_str().unwrap_or_default().to_owned();
+    if let Some(error) = &expect.error {
+        let got = &observed["error"];
+        if got.is_null() {
+            problems.push(format!(
+                "expected the policy to refuse with {}, but it answered",
+                error.kind
+            ));
+        } else if text(got, "kind") != error.kind || !text(got, "message").contains(&error.contains)
+        {
+            problems.push(format!(
+                "expected refusal {} containing {:?}, got {} {:?}",
+                error.kind,
+                error.contains,
+                text(got, "kind"),
+                text(got, "message")
+            ));
+        }
+        return problems;
+    }
+    let Some(verdicts) = observed["verdicts"].as_array() else {
+        return vec![format!("expected verdicts, got {observed}")];
+    };
+    let compare = |expected: &ExpectedVerdict, got: &Value, problems: &mut Vec<String>| {
+        let reason = text(got, "reason");
+        if text(got, "action") != expected.action || text(got, "rule") != expected.rule {
+            problems.push(format!(
+                "lock {}: expected {} by {}, got {} by {} ({reason})",
+                expected.id,
+                expected.action,
+                expected.rule,
+                text(got, "action"),
+                text(got, "rule")
+            ));
+        }
+        for part in &expected.reason_contains {
+            if !reason.contains(part) {
+                problems.push(format!(
+                    "lock {}: reason {reason:?} does not contain {part:?}",
+                    expected.id
+                ));
+            }
+        }
+    };
+    match &expect.counts {
+        None => {
+            if verdicts.len() != expect.verdicts.len() {
+                problems.push(format!(
+                    "expected {} verdicts, got {}",
+                    expect.verdicts.len(),
+                    verdicts.len()
+                ));
+            }
+            for (expected, got) in expect.verdicts.iter().zip(verdicts) {
+                if text(got, "id") != expected.id {
+                    problems.push(format!(
+                        "expected a verdict on {} here, got one on {}",
+                        expected.id,
+                        text(got, "id")
+                    ));
+                    continue;
+                }
+                compare(expected, got, &mut problems);
+            }
+        }
+        Some(counts) => {
+            let by_id: BTreeMap<String, &Value> =
+                verdicts.iter().map(|v| (text(v, "id"), v)).collect();
+            for expected in &expect.verdicts {
+                match by_id.get(&expected.id) {
+                    Some(got) => compare(expected, got, &mut problems),
+                    None => problems.push(format!("no verdict on {}", expected.id)),
+                }
+            }
+            let mut got_counts: BTreeMap<String, usize> = BTreeMap::new();
+            for v in verdicts {
+                *got_counts.entry(text(v, "rule")).or_default() += 1;
+            }
+            if &got_counts != counts {
+                problems.push(format!(
+                    "expected verdicts per rule {counts:?}, got {got_counts:?}"
+                ));
+            }
+        }
+    }
+    if let Some(logs) = &expect.logs {
+        let got = observed["logs"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        if got.len() != logs.len() {
+            problems.push(format!(
+                "expected {} log lines, got {}: {got:?}",
+                logs.len(),
+                got.len()
+            ));
+        }
+        for (expected, line) in logs.iter().zip(got) {
+            if text(line, "level") != expected.level
+                || !text(line, "message").contains(&expected.contains)
+            {
+                problems.push(format!(
+                    "expected a {} log containing {:?}, got {line}",
+                    expected.level, expected.contains
+                ));
+            }
+        }
+    }
+    problems
+}

@@ -1,0 +1,526 @@
+//! Policies as OCI artifacts, in the WebAssembly layout that `wkg`,
+//! wasmCloud and Spin use: an OCI image manifest whose config has media type
+//! `application/vnd.wasm.config.v0+json` and whose one layer is the component
+//! (`application/wasm`).
+//!
+//! Pulling checks the manifest against a pinned digest and the layer against
+//! the manifest, and keeps both in a content-addressed store, so a policy
+//! pinned by digest is read from disk and never fetched again. Credentials come
+//! from the Docker config file (`$DOCKER_CONFIG/config.json` or
+//! `~/.docker/config.json`, credential helpers included). Plain HTTP is only
+//! spoken to registries on this machine, and only when asked.
+//!
+//! oci-client and oci-wasm are async; each call runs on a current-thread
+//! runtime of its own, so the rest of lockwarden stays synchronous.
+
+mod reference;
+mod store;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use docker_credential::{CredentialRetrievalError, DockerCredential};
+use oci_client::Client;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::errors::{DigestError, OciDistributionError, OciErrorCode};
+use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
+use oci_client::secrets::RegistryAuth;
+use oci_wasm::{WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE, WasmClient, WasmConfig};
+
+pub use reference::{OciReference, SCHEME};
+use store::BlobStore;
+pub use store::sha256_digest;
+
+/// What went wrong talking to a registry. Each message names the artifact or
+/// registry, the cause, and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    /// Plain HTTP was asked for a registry that is not on this machine.
+    #[error(
+        "--insecure-registry is only allowed for registries on this machine (127.0.0.1, ::1, \
+         localhost), not {registry}: use HTTPS"
+    )]
+    InsecureNotLoopback {
+        /// The registry.
+        registry: String,
+    },
+    /// The Docker config or a credential helper failed.
+    #[error(
+        "cannot read credentials for {registry} from the Docker config: {cause}; fix \
+         $DOCKER_CONFIG/config.json or ~/.docker/config.json, or run `docker login {registry}`"
+    )]
+    Credentials {
+        /// The registry.
+        registry: String,
+        /// What failed.
+        cause: String,
+    },
+    /// No connection could be made.
+    #[error("cannot reach registry {registry}: {cause}; {hint}")]
+    Unreachable {
+        /// The registry.
+        registry: String,
+        /// What failed.
+        cause: String,
+        /// What to check.
+        hint: &'static str,
+    },
+    /// The registry refused the credentials (or asked for some).
+    #[error(
+        "registry {registry} refused access to {reference}: {cause}; log in with `docker login \
+         {registry}` (lockwarden reads the Docker config file)"
+    )]
+    Denied {
+        /// The registry.
+        registry: String,
+        /// The artifact.
+        reference: String,
+        /// What the registry said.
+        cause: String,
+    },
+    /// No such tag, digest or repository.
+    #[error("{reference} does not exist in the registry: {cause}; check the name, tag and digest")]
+    NotFound {
+        /// The artifact.
+        reference: String,
+        /// What the registry said.
+        cause: String,
+    },
+    /// Content did not match its digest.
+    #[error(
+        "{what} of {reference} does not match its digest: expected {expected}, got {actual}; \
+         the registry served other content than the one pinned, so nothing was run"
+    )]
+    DigestMismatch {
+        /// Manifest or layer.
+        what: &'static str,
+        /// The artifact.
+        reference: String,
+        /// The digest asked for.
+        expected: String,
+        /// The digest of what arrived.
+        actual: String,
+    },
+    /// The artifact is not in the WebAssembly layout.
+    #[error(
+        "{reference} is not a WebAssembly component artifact: {cause}; push policies with `lockwarden policy push` or `wkg oci push`"
+    )]
+    NotWasmArtifact {
+        /// The artifact.
+        reference: String,
+        /// What is wrong with it.
+        cause: String,
+    },
+    /// The layer (or the file to push) is not a component.
+    #[error(
+        "{what} is not a WebAssembly component: {cause}; build policies with `cargo build --target wasm32-wasip2`"
+    )]
+    NotComponent {
+        /// The artifact or file.
+        what: String,
+        /// What it is instead.
+        cause: String,
+    },
+    /// The reference cannot be used for this operation.
+    #[error("{0}")]
+    Reference(String),
+    /// Any other registry failure.
+    #[error("registry {registry} failed on {reference}: {cause}")]
+    Registry {
+        /// The registry.
+        registry: String,
+        /// The artifact.
+        reference: String,
+        /// What failed.
+        cause: String,
+    },
+}
+
+/// A pulled policy.
+#[derive(Debug)]
+pub struct Pulled {
+    /// The component.
+    pub component: Vec<u8>,
+    /// Where it came from, pinned to the manifest digest.
+    pub reference: OciReference,
+}
+
+/// Talks to OCI registries.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    insecure: bool,
+    store: Option<BlobStore>,
+}
+
+impl Registry {
+    /// A client. `insecure` allows plain HTTP to loopback registries;
+    /// `cache_dir` keeps pulled artifacts (`<cache_dir>/oci`).
+    pub fn new(insecure: bool, cache_dir: Option<PathBuf>) -> Self {
+        Registry {
+            insecure,
+            store: cache_dir.map(|dir| BlobStore::new(dir.join("oci"))),
+        }
+    }
+
+    /// Pulls the component at `reference`. A pinned reference already in the
+    /// store is served without contacting the registry.
+    pub fn pull(&self, reference: &OciReference) -> Result<Pulled, OciError> {
+        if let Some(pulled) = reference
+            .digest
+            .as_ref()
+            .and_then(|d| self.stored(reference, d))
+        {
+            tracing::debug!("{reference}: served from the local store");
+            return Ok(pulled);
+        }
+        let client = self.client(reference)?;
+        let auth = credentials(&reference.registry)?;
+        let target = reference.to_client();
+        block_on(async {
+            let (manifest_bytes, _) = client
+                .pull_manifest_raw(&target, &auth, &[OCI_IMAGE_MEDIA_TYPE])
+                .await
+                .map_err(|e| classify(reference, "the manifest", e))?;
+            let digest = sha256_digest(&manifest_bytes);
+            if let Some(pinned) = &reference.digest {
+                check_digest("the manifest", reference, pinned, &digest)?;
+            }
+            let layer = wasm_layer(reference, &manifest_bytes)?;
+            let component = match self.store.as_ref().and_then(|s| s.get(&layer.digest)) {
+                Some(bytes) => bytes,
+                None => {
+                    let mut bytes = Vec::new();
+                    client
+                        .pull_blob(&target, &layer, &mut bytes)
+                        .await
+                        .map_err(|e| classify(reference, "the layer", e))?;
+                    bytes
+                }
+            };
+            check_digest(
+                "the layer",
+                reference,
+                &layer.digest,
+                &sha256_digest(&component),
+            )?;
+            check_component(&reference.to_string(), &component)?;
+            if let Some(store) = &self.store {
+                let stored = store
+                    .put(&digest, &manifest_bytes)
+                    .and_then(|()| store.put(&layer.digest, &component));
+                if let Err(e) = stored {
+                    tracing::warn!("cannot keep {reference} in the local store: {e}");
+                }
+            }
+            Ok(Pulled {
+                component,
+                reference: reference.pinned(&digest),
+            })
+        })?
+    }
+
+    /// The pinned artifact from the store, if both its manifest and its layer
+    /// are there intact.
+    fn stored(&self, reference: &OciReference, digest: &str) -> Option<Pulled> {
+        let store = self.store.as_ref()?;
+        let layer = wasm_layer(reference, &store.get(digest)?).ok()?;
+        let component = store.get(&layer.digest)?;
+        check_component("", &component).ok()?;
+        Some(Pulled {
+            component,
+            reference: reference.clone(),
+        })
+    }
+
+    /// Pushes `component` to `reference` (a tag) with these manifest
+    /// annotations, and returns the reference pinned to the new manifest's
+    /// digest.
+    pub fn push(
+        &self,
+        component: &[u8],
+        reference: &OciReference,
+        annotations: BTreeMap<String, String>,
+    ) -> Result<OciReference, OciError> {
+        if reference.digest.is_some() || reference.tag.is_none() {
+            return Err(OciError::Reference(format!(
+                "push to a tag, such as oci://{}/{}:1.0; the digest is computed from what is pushed",
+                reference.registry, reference.repository
+            )));
+        }
+        check_component("the file to push", component)?;
+        let (config, layer) =
+            WasmConfig::from_raw_component(component.to_vec(), None).map_err(|e| {
+                OciError::NotComponent {
+                    what: "the file to push".into(),
+                    cause: format!("{e:#}"),
+                }
+            })?;
+        let client = self.client(reference)?;
+        let auth = credentials(&reference.registry)?;
+        let target = reference.to_client();
+        let fail = |e: anyhow::Error| match e.downcast::<OciDistributionError>() {
+            Ok(e) => classify(reference, "the manifest", e),
+            Err(e) => OciError::Registry {
+                registry: reference.registry.clone(),
+                reference: reference.to_string(),
+                cause: format!("{e:#}"),
+            },
+        };
+        block_on(async {
+            client
+                .push(&target, &auth, layer, config, Some(annotations))
+                .await
+                .map_err(fail)?;
+            let digest = client
+                .fetch_manifest_digest(&target, &auth)
+                .await
+                .map_err(|e| classify(reference, "the manifest", e))?;
+            Ok(reference.pinned(&digest))
+        })?
+    }
+
+    fn client(&self, reference: &OciReference) -> Result<WasmClient, OciError> {
+        let protocol = if self.insecure {
+            if !reference.is_loopback() {
+                return Err(OciError::InsecureNotLoopback {
+                    registry: reference.registry.clone(),
+                });
+            }
+            ClientProtocol::HttpsExcept(vec![reference.registry.clone()])
+        } else {
+            ClientProtocol::Https
+        };
+        Ok(WasmClient::new(Client::new(ClientConfig {
+            protocol,
+            connect_timeout: Some(Duration::from_secs(10)),
+            read_timeout: Some(Duration::from_secs(60)),
+            user_agent: concat!("lockwarden/", env!("CARGO_PKG_VERSION")),
+            ..ClientConfig::default()
+        })))
+    }
+}
+
+/// Runs a future to completion on a runtime of its own.
+fn block_on<F: Future>(future: F) -> Result<F::Output, OciError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| OciError::Reference(format!("cannot start the network runtime: {e}")))?;
+    Ok(runtime.block_on(future))
+}
+
+/// Credentials for `registry` from the Docker config; anonymous when there is
+/// no config file or no entry for it.
+fn credentials(registry: &str) -> Result<RegistryAuth, OciError> {
+    // docker_credential reports a missing file like an unreadable one, so
+    // look first, in the same places: $DOCKER_CONFIG, else ~/.docker.
+    let dir = std::env::var_os("DOCKER_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".docker")));
+    if !dir.is_some_and(|dir| dir.join("config.json").exists()) {
+        return Ok(RegistryAuth::Anonymous);
+    }
+    match docker_credential::get_credential(registry) {
+        Ok(DockerCredential::UsernamePassword(user, password)) => {
+            Ok(RegistryAuth::Basic(user, password))
+        }
+        Ok(DockerCredential::IdentityToken(token)) => Ok(RegistryAuth::Bearer(token)),
+        Err(
+            CredentialRetrievalError::ConfigNotFound
+            | CredentialRetrievalError::NoCredentialConfigured,
+        ) => Ok(RegistryAuth::Anonymous),
+        Err(e) => Err(OciError::Credentials {
+            registry: registry.to_owned(),
+            cause: e.to_string(),
+        }),
+    }
+}
+
+fn check_digest(
+    what: &'static str,
+    reference: &OciReference,
+    expected: &str,
+    actual: &str,
+) -> Result<(), OciError> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(OciError::DigestMismatch {
+            what,
+            reference: reference.to_string(),
+            expected: expected.to_owned(),
+            actual: actual.to_owned(),
+        })
+    }
+}
+
+/// The one component layer of a WebAssembly artifact's manifest.
+fn wasm_layer(reference: &OciReference, manifest: &[u8]) -> Result<OciDescriptor, OciError> {
+    let not_wasm = |cause: String| OciError::NotWasmArtifact {
+        reference: reference.to_string(),
+        cause,
+    };
+    let manifest: OciImageManifest = serde_json::from_slice(manifest)
+        .map_err(|e| not_wasm(format!("its manifest is not an OCI image manifest ({e})")))?;
+    if manifest.config.media_type != WASM_MANIFEST_CONFIG_MEDIA_TYPE {
+        return Err(not_wasm(format!(
+            "its config has media type {}, not {WASM_MANIFEST_CONFIG_MEDIA_TYPE}",
+            manifest.config.media_type
+        )));
+    }
+    match manifest.layers.as_slice() {
+        [layer] if layer.media_type == WASM_LAYER_MEDIA_TYPE => Ok(layer.clone()),
+        [layer] => Err(not_wasm(format!(
+            "its layer has media type {}, not {WASM_LAYER_MEDIA_TYPE}",
+            layer.media_type
+        ))),
+        layers => Err(not_wasm(format!(
+            "it has {} layers, not one {WASM_LAYER_MEDIA_TYPE} layer",
+            layers.len()
+        ))),
+    }
+}
+
+/// Checks the header: `\0asm` with the component encoding, not a core module.
+fn check_component(what: &str, bytes: &[u8]) -> Result<(), OciError> {
+    let fail = |cause: &str| OciError::NotComponent {
+        what: what.to_owned(),
+        cause: cause.to_owned(),
+    };
+    match bytes.get(..8) {
+        Some([0, b'a', b's', b'm', _, _, 0x01, 0x00]) => Ok(()),
+        Some([0, b'a', b's', b'm', 0x01, 0x00, 0x00, 0x00]) => Err(fail(
+            "it is a core WebAssembly module; a policy must be a component (wasm32-wasip2)",
+        )),
+        Some([0, b'a', b's', b'm', ..]) => Err(fail("it has an unknown WebAssembly encoding")),
+        _ => Err(fail("it does not start with the WebAssembly magic number")),
+    }
+}
+
+/// Turns a client error into one that says what to do; `part` is what was
+/// being transferred.
+fn classify(reference: &OciReference, part: &'static str, error: OciDistributionError) -> OciError {
+    let registry = reference.registry.clone();
+    let name = reference.to_string();
+    match error {
+        OciDistributionError::DigestError(DigestError::VerificationError { expected, actual }) => {
+            OciError::DigestMismatch {
+                what: part,
+                reference: name,
+                expected,
+                actual,
+            }
+        }
+        OciDistributionError::RequestError(e) if e.is_connect() || e.is_timeout() => {
+            let cause = error_chain(&e);
+            let hint = if cause.contains("InvalidContentType")
+                || cause.contains("CorruptMessage")
+                || cause.contains("tls")
+            {
+                "it may be a plain-HTTP registry: on this machine, pass --insecure-registry"
+            } else {
+                "check the address and that the registry is running"
+            };
+            OciError::Unreachable {
+                registry,
+                cause,
+                hint,
+            }
+        }
+        OciDistributionError::UnauthorizedError { .. }
+        | OciDistributionError::AuthenticationFailure(_) => OciError::Denied {
+            registry,
+            reference: name,
+            cause: error.to_string(),
+        },
+        OciDistributionError::ImageManifestNotFoundError(_) => OciError::NotFound {
+            reference: name,
+            cause: error.to_string(),
+        },
+        OciDistributionError::RegistryError { ref envelope, .. } => {
+            let missing = envelope.errors.iter().any(|e| {
+                matches!(
+                    e.code,
+                    OciErrorCode::ManifestUnknown
+                        | OciErrorCode::NameUnknown
+                        | OciErrorCode::BlobUnknown
+                )
+            });
+            let denied = envelope
+                .errors
+                .iter()
+                .any(|e| matches!(e.code, OciErrorCode::Unauthorized | OciErrorCode::Denied));
+            let cause = error.to_string();
+            if missing {
+                OciError::NotFound {
+                    reference: name,
+                    cause,
+                }
+            } else if denied {
+                OciError::Denied {
+                    registry,
+                    reference: name,
+                    cause,
+                }
+            } else {
+                OciError::Registry {
+                    registry,
+                    reference: name,
+                    cause,
+                }
+            }
+        }
+        OciDistributionError::ServerError { code: 404, .. } => OciError::NotFound {
+            reference: name,
+            cause: error.to_string(),
+        },
+        OciDistributionError::ServerError {
+            code: 401 | 403, ..
+        } => OciError::Denied {
+            registry,
+            reference: name,
+            cause: error.to_string(),
+        },
+        other => OciError::Registry {
+            registry,
+            reference: name,
+            cause: error_chain(&other),
+        },
+    }
+}
+
+/// An error and its causes on one line.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let next = cause.to_string();
+        if !text.contains(&next) {
+            text = format!("{text}: {next}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tells_components_from_modules_and_junk() {
+        let component = [0, b'a', b's', b'm', 0x0d, 0x00, 0x01, 0x00, 0];
+        assert!(check_component("x", &component).is_ok());
+        let module = [0, b'a', b's', b'm', 0x01, 0x00, 0x00, 0x00];
+        let error = check_component("x", &module)
+            .expect_err("module")
+            .to_string();
+        assert!(error.contains("core WebAssembly module"), "{error}");
+        let error = check_component("x", b"{\"json\": true}")
+            .expect_err("junk")
+            .to_string();
+        assert!(error.contains("magic number"), "{error}");
+    }
+}

@@ -1,0 +1,99 @@
+//! Where a policy comes from: the built-in default, a file, or an OCI
+//! registry.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use super::{PluginError, Policy, Runtime};
+use crate::oci::{OciError, OciReference, Registry, SCHEME};
+
+/// A policy's origin, as `--policy` and the watch configuration name it:
+/// `oci://...` is a registry reference, anything else a file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub enum PolicySource {
+    /// The default policy built into lockwarden.
+    Builtin,
+    /// A component file.
+    File(PathBuf),
+    /// A component in an OCI registry.
+    Oci(OciReference),
+}
+
+impl FromStr for PolicySource {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text.starts_with(SCHEME) {
+            OciReference::parse(text).map(PolicySource::Oci)
+        } else if text.is_empty() {
+            Err("the policy is empty: name a .wasm file or an oci:// reference".into())
+        } else {
+            Ok(PolicySource::File(PathBuf::from(text)))
+        }
+    }
+}
+
+impl TryFrom<String> for PolicySource {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        text.parse()
+    }
+}
+
+impl fmt::Display for PolicySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicySource::Builtin => f.write_str("(built-in default policy)"),
+            PolicySource::File(path) => write!(f, "{}", path.display()),
+            PolicySource::Oci(reference) => write!(f, "{reference}"),
+        }
+    }
+}
+
+/// A policy could not be fetched or loaded; nothing may be removed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file cannot be read.
+    #[error("cannot read policy {path}: {cause}; check the path")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        cause: std::io::Error,
+    },
+    /// The registry failed, or served something that is not a policy.
+    #[error(transparent)]
+    Oci(#[from] OciError),
+    /// The component failed to load.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+}
+
+impl Runtime {
+    /// Fetches (from a file or a registry) and loads the policy at `source`.
+    /// A policy pulled from a registry is named by its digest in every
+    /// message and report.
+    pub fn load_from(
+        &self,
+        source: &PolicySource,
+        registry: &Registry,
+    ) -> Result<Policy, LoadError> {
+        match source {
+            PolicySource::Builtin => Ok(self.load_default()?),
+            PolicySource::File(path) => {
+                let bytes = std::fs::read(path).map_err(|cause| LoadError::Read {
+                    path: path.display().to_string(),
+                    cause,
+                })?;
+                Ok(self.load(&path.display().to_string(), &bytes)?)
+            }
+            PolicySource::Oci(reference) => {
+                let pulled = registry.pull(reference)?;
+                Ok(self.load(&pulled.reference.to_string(), &pulled.component)?)
+            }
+        }
+    }
+}
