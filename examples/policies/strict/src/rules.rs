@@ -1,0 +1,319 @@
+//! The strict policy's rules, first match wins:
+//!
+//! | rule            | when                                             | action |
+//! |-----------------|--------------------------------------------------|--------|
+//! | trusted-host    | hostname matches `always-alive`                  | keep   |
+//! | holder-alive    | process or host evidence says alive              | keep   |
+//! | young-exclusive | exclusive and younger than `exclusive-min-age`   | keep   |
+//! | process-dead    | process evidence (same host) says dead           | remove |
+//! | host-gone       | host evidence says dead                          | remove |
+//! | expired         | older than `stale-after`                         | remove |
+//! | fresh           | otherwise                                        | keep   |
+//! | unreadable      | the file could not be read                       | keep   |
+
+use crate::bindings::lockwarden::policy::types::{
+    Action, Liveness, Lock, PolicyError, PolicyInfo, SettingInfo, UnreadableLock, Verdict,
+};
+
+const SECOND: i64 = 1_000_000_000;
+
+/// The validated settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Older than this (nanoseconds) with no evidence either way: stale.
+    pub stale_after: i64,
+    /// Exclusive locks younger than this (nanoseconds) are always kept.
+    pub exclusive_min_age: i64,
+    /// Hostname patterns (`*` matches any run of characters) always kept.
+    pub always_alive: Vec<String>,
+}
+
+impl Settings {
+    /// Validates key/value settings; unknown keys and bad values are errors
+    /// that name the key.
+    pub fn parse(pairs: &[(String, String)]) -> Result<Settings, PolicyError> {
+        let mut settings = Settings {
+            stale_after: 30 * 60 * SECOND,
+            exclusive_min_age: 2 * 3600 * SECOND,
+            always_alive: Vec::new(),
+        };
+        for (key, value) in pairs {
+            match key.as_str() {
+                "stale-after" => settings.stale_after = duration(key, value)?,
+                "exclusive-min-age" => settings.exclusive_min_age = duration(key, value)?,
+                "always-alive" => {
+                    settings.always_alive = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_owned)
+                        .collect();
+                }
+                _ => {
+                    return Err(PolicyError::InvalidSetting(format!(
+                        "unknown setting `{key}`: this policy accepts stale-after, \
+                         exclusive-min-age and always-alive"
+                    )));
+                }
+            }
+        }
+        if settings.stale_after == 0 {
+            return Err(PolicyError::InvalidSetting(
+                "setting `stale-after`: must be longer than 0".into(),
+            ));
+        }
+        Ok(settings)
+    }
+}
+
+/// Parses whole hours, minutes and seconds: `2h`, `90m`, `1h30m`, `45s`.
+fn duration(key: &str, value: &str) -> Result<i64, PolicyError> {
+    let bad = || {
+        PolicyError::InvalidSetting(format!(
+            "setting `{key}`: `{value}` is not a duration such as 2h, 90m, 1h30m or 45s"
+        ))
+    };
+    let mut total: i64 = 0;
+    let mut number: Option<i64> = None;
+    for c in value.chars() {
+        if let Some(digit) = c.to_digit(10) {
+            let n = number.unwrap_or(0).checked_mul(10).ok_or_else(bad)?;
+            number = Some(n.checked_add(i64::from(digit)).ok_or_else(bad)?);
+            continue;
+        }
+        let unit = match c {
+            'h' => 3600,
+            'm' => 60,
+            's' => 1,
+            _ => return Err(bad()),
+        };
+        let part = number.take().ok_or_else(bad)?;
+        total = part
+            .checked_mul(unit * SECOND)
+            .and_then(|p| total.checked_add(p))
+            .ok_or_else(bad)?;
+    }
+    if number.is_some() || value.is_empty() {
+        return Err(bad());
+    }
+    Ok(total)
+}
+
+/// `*` matches any run of characters; everything else matches itself,
+/// ignoring ASCII case (hostnames are case-insensitive).
+pub fn matches(pattern: &str, hostname: &str) -> bool {
+    fn go(p: &[char], h: &[char]) -> bool {
+        match p.split_first() {
+            None => h.is_empty(),
+            Some(('*', rest)) => (0..=h.len()).any(|skip| go(rest, &h[skip..])),
+            Some((c, rest)) => h
+                .split_first()
+                .is_some_and(|(x, more)| x.eq_ignore_ascii_case(c) && go(rest, more)),
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let h: Vec<char> = hostname.chars().collect();
+    go(&p, &h)
+}
+
+/// The policy's description of itself.
+pub fn info() -> PolicyInfo {
+    let setting = |name: &str, default: &str, help: &str| SettingInfo {
+        name: name.into(),
+        default_value: default.into(),
+        help: help.into(),
+    };
+    PolicyInfo {
+        name: "lockwarden-strict-example".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        contract_version: "0.1.0".into(),
+        description: "An example policy, stricter than the default: never removes locks from \
+            hosts matching always-alive, nor exclusive locks younger than exclusive-min-age; \
+            otherwise removes locks whose holder is known gone or that are older than \
+            stale-after."
+            .into(),
+        settings: vec![
+            setting(
+                "stale-after",
+                "30m",
+                "a lock older than this, holder unknown, is stale (2h, 90m, 1h30m, 45s)",
+            ),
+            setting(
+                "exclusive-min-age",
+                "2h",
+                "exclusive locks younger than this are never removed",
+            ),
+            setting(
+                "always-alive",
+                "",
+                "comma-separated hostname patterns (* wildcard) whose locks are never removed",
+            ),
+        ],
+    }
+}
+
+/// Decides about one lock. `process` is `None` when the lock is from another
+/// host.
+pub fn decide(
+    now: i64,
+    settings: &Settings,
+    lock: &Lock,
+    process: Option<&Liveness>,
+    host: &Liveness,
+) -> Verdict {
+    let age = now.saturating_sub(lock.time);
+    let (action, rule, reason) = if let Some(pattern) = settings
+        .always_alive
+        .iter()
+        .find(|p| matches(p, &lock.hostname))
+    {
+        (
+            Action::Keep,
+            "trusted-host",
+            format!(
+                "host {:?} matches always-alive pattern {pattern:?}",
+                lock.hostname
+            ),
+        )
+    } else if let Some(Liveness::Alive(d)) = process.filter(|p| matches!(p, Liveness::Alive(_))) {
+        (
+            Action::Keep,
+            "holder-alive",
+            format!("holder process is alive: {d}"),
+        )
+    } else if let Liveness::Alive(d) = host {
+        (
+            Action::Keep,
+            "holder-alive",
+            format!("holder host is alive: {d}"),
+        )
+    } else if lock.exclusive && age < settings.exclusive_min_age {
+        (
+            Action::Keep,
+            "young-exclusive",
+            format!(
+                "exclusive lock is {}s old, younger than exclusive-min-age {}s",
+                age / SECOND,
+                settings.exclusive_min_age / SECOND
+            ),
+        )
+    } else if let Some(Liveness::Dead(d)) = process {
+        (
+            Action::Remove,
+            "process-dead",
+            format!("holder process {} is gone: {d}", lock.pid),
+        )
+    } else if let Liveness::Dead(d) = host {
+        (
+            Action::Remove,
+            "host-gone",
+            format!("holder host {:?} is gone: {d}", lock.hostname),
+        )
+    } else if age > settings.stale_after {
+        (
+            Action::Remove,
+            "expired",
+            format!(
+                "lock is {}s old, older than stale-after {}s, and no holder is known",
+                age / SECOND,
+                settings.stale_after / SECOND
+            ),
+        )
+    } else {
+        (
+            Action::Keep,
+            "fresh",
+            format!("lock is {}s old", age / SECOND),
+        )
+    };
+    Verdict {
+        id: lock.id.clone(),
+        action,
+        rule: rule.into(),
+        reason,
+    }
+}
+
+/// Unreadable files are kept for a person to look at.
+pub fn unreadable(file: &UnreadableLock) -> Verdict {
+    Verdict {
+        id: file.id.clone(),
+        action: Action::Keep,
+        rule: "unreadable".into(),
+        reason: format!("cannot read the lock file ({}); kept", file.problem),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: i64 = 3600 * SECOND;
+
+    fn lock(exclusive: bool, time: i64, hostname: &str) -> Lock {
+        Lock {
+            id: "l".into(),
+            time,
+            exclusive,
+            hostname: hostname.into(),
+            username: "u".into(),
+            pid: 1,
+            uid: 0,
+            gid: 0,
+            first_seen: None,
+        }
+    }
+
+    fn rule(settings: &Settings, lock: &Lock, process: Option<Liveness>, host: Liveness) -> String {
+        decide(10 * HOUR, settings, lock, process.as_ref(), &host).rule
+    }
+
+    #[test]
+    fn young_exclusive_locks_survive_even_a_dead_holder() {
+        let s = Settings::parse(&[]).expect("defaults");
+        let dead = || Liveness::Dead("gone".into());
+        let unknown = || Liveness::Unknown("?".into());
+        let young = lock(true, 10 * HOUR - HOUR, "a");
+        assert_eq!(rule(&s, &young, Some(dead()), dead()), "young-exclusive");
+        let old = lock(true, 10 * HOUR - 2 * HOUR - SECOND, "a");
+        assert_eq!(rule(&s, &old, Some(dead()), unknown()), "process-dead");
+        let shared = lock(false, 10 * HOUR - HOUR, "a");
+        assert_eq!(rule(&s, &shared, None, unknown()), "expired");
+        assert_eq!(
+            rule(&s, &shared, None, Liveness::Alive("up".into())),
+            "holder-alive"
+        );
+    }
+
+    #[test]
+    fn trusted_hosts_match_patterns_case_insensitively() {
+        assert!(matches("db-*", "DB-primary"));
+        assert!(matches("*.lan", "nas.lan"));
+        assert!(!matches("db-*", "web-1"));
+        assert!(matches("ßackup-*", "ßackup-1"));
+        let pairs = [("always-alive".to_owned(), "db-*, nas".to_owned())];
+        let s = Settings::parse(&pairs).expect("valid");
+        let old = lock(false, 0, "nas");
+        assert_eq!(
+            rule(&s, &old, None, Liveness::Dead("x".into())),
+            "trusted-host"
+        );
+    }
+
+    #[test]
+    fn settings_are_checked() {
+        for (key, value) in [
+            ("stale-after", "0"),
+            ("stale-after", "30"),
+            ("colour", "red"),
+        ] {
+            let pairs = [(key.to_owned(), value.to_owned())];
+            assert!(Settings::parse(&pairs).is_err(), "{key}={value}");
+        }
+        let pairs = [("exclusive-min-age".to_owned(), "1h30m".to_owned())];
+        assert_eq!(
+            Settings::parse(&pairs).expect("valid").exclusive_min_age,
+            90 * 60 * SECOND
+        );
+    }
+}
