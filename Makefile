@@ -12,10 +12,14 @@ BIN := target/release/lockwarden
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
 
-setup: ## Add the wasm32-wasip2 target; install restic and rclone (as root, via apt-get)
+# The tools the tests run, each as command:Debian package.
+TOOLS := restic:restic rclone:rclone docker-registry:docker-registry node:nodejs npm:npm
+NODE_HOST := tests/node-host
+
+setup: ## Add the wasm32-wasip2 target; install restic, rclone, docker-registry, Node.js (apt-get)
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 	@missing=""; \
-	for tool in restic rclone; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	for pair in $(TOOLS); do command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing$$missing with apt-get"; \
@@ -28,7 +32,11 @@ setup: ## Add the wasm32-wasip2 target; install restic and rclone (as root, via 
 build: setup ## Build the policy component and the lockwarden binary (release)
 	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden
 
-test: setup ## Build everything, the test guests too, and run all tests
+# jco and the WASI shim for the Node.js host, exactly as package-lock.json pins them.
+$(NODE_HOST)/node_modules/.package-lock.json: $(NODE_HOST)/package-lock.json
+	npm ci --prefix $(NODE_HOST) --no-audit --no-fund --loglevel=error
+
+test: setup $(NODE_HOST)/node_modules/.package-lock.json ## Build everything, the test guests too, and run all tests (Rust and Node.js hosts)
 	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden
 	$(CARGO) test $(PROFILE_FLAGS) --workspace
 
@@ -36,7 +44,7 @@ lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-w
 	$(CARGO) fmt --all -- --check
 	$(CARGO) fmt --all --manifest-path tests/guests/Cargo.toml -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p lockwarden-policy --target wasm32-wasip2 -- -D warnings
+	$(CARGO) clippy -p lockwarden-policy -p lockwarden-strict-policy --target wasm32-wasip2 -- -D warnings
 	$(CARGO) clippy --manifest-path tests/guests/Cargo.toml --workspace --target wasm32-wasip2 -- -D warnings
 
 bench: setup ## Measure against restic and native code; writes BENCHMARKS.md (not part of test)

@@ -2,6 +2,7 @@
 //! test guests are, and running the binary.
 
 pub mod lock_writer;
+pub mod registry;
 pub mod restic;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,207 @@
+//! The conformance suite (`tests/conformance/`, and the strict example's own
+//! cases): the Rust host runs every case, and the same built component run in
+//! Node.js through jco must answer exactly as it does.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use lockwarden_tests::{finish, guest, lockwarden};
+use serde_json::Value;
+
+fn default_cases() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance")
+}
+
+fn strict_cases() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/policies/strict/conformance")
+}
+
+/// `lockwarden policy conformance --json` with `policy` (None: built-in).
+fn rust_host(policy: Option<&Path>, cases: &Path) -> (i32, Value) {
+    let cache = tempfile::tempdir().expect("temp dir");
+    let mut command = lockwarden(cache.path());
+    command
+        .args(["policy", "conformance", "--json", "--cases"])
+        .arg(cases);
+    if let Some(policy) = policy {
+        command.arg("--policy").arg(policy);
+    }
+    let out = finish(&mut command);
+    let doc = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("policy conformance --json: {e}: {out:?}"));
+    (out.code, doc)
+}
+
+fn failures(doc: &Value) -> Vec<String> {
+    doc["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter(|c| c["passed"] != true)
+        .map(|c| format!("{}: {}", c["name"], c["problems"]))
+        .collect()
+}
+
+#[test]
+fn the_default_policy_passes_the_suite() {
+    let (code, doc) = rust_host(None, &default_cases());
+    assert_eq!(failures(&doc), Vec::<String>::new());
+    assert_eq!(code, 0);
+    let cases = doc["cases"].as_array().expect("cases").len();
+    assert!(cases >= 25, "the suite has {cases} cases");
+    // The embedded policy is the one the tests built.
+    let (_, again) = rust_host(Some(&guest("default")), &default_cases());
+    assert_eq!(doc["cases"], again["cases"]);
+}
+
+#[test]
+fn the_strict_example_passes_its_own_cases() {
+    let (code, doc) = rust_host(Some(&guest("strict")), &strict_cases());
+    assert_eq!(failures(&doc), Vec::<String>::new());
+    assert_eq!(code, 0);
+    assert_eq!(doc["policy"]["name"], "lockwarden-strict-example");
+}
+
+#[test]
+fn the_suite_tells_policies_apart() {
+    // Each policy fails the other's cases: the expectations have teeth.
+    let (code, doc) = rust_host(Some(&guest("strict")), &default_cases());
+    assert_eq!(code, 1);
+    let failed = failures(&doc);
+    assert!(
+        failed.iter().any(|f| f.contains("future-time")),
+        "{failed:#?}"
+    );
+    let (code, doc) = rust_host(None, &strict_cases());
+    assert_eq!(code, 1);
+    assert!(!failures(&doc).is_empty());
+    // The text report ends with the counts.
+    let cache = tempfile::tempdir().expect("temp dir");
+    let out = finish(
+        lockwarden(cache.path())
+            .args(["policy", "conformance", "--cases"])
+            .arg(strict_cases()),
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("FAIL  01-young-exclusive-survives-dead-holder"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.trim_end().ends_with("failed"), "{}", out.stdout);
+}
+
+/// The Node.js host's directory, with its packages installed by `make test`
+/// (`npm ci`).
+fn node_host() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("node-host");
+    assert!(
+        dir.join("node_modules/.bin/jco").exists(),
+        "the Node.js host's packages are missing: run `make test` (npm ci --prefix tests/node-host)"
+    );
+    dir
+}
+
+/// Transpiles `component` with jco and runs every case in Node.js.
+fn node_run(component: &Path, cases: &Path) -> Value {
+    let host = node_host();
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let transpiled = out_dir.path().join("policy");
+    let out = finish(
+        Command::new(host.join("node_modules/.bin/jco"))
+            .arg("transpile")
+            .arg(component)
+            .args([
+                "--instantiation",
+                "async",
+                "--name",
+                "policy",
+                "--quiet",
+                "-o",
+            ])
+            .arg(&transpiled),
+    );
+    assert_eq!(out.code, 0, "jco transpile: {out:?}");
+    let out = finish(
+        Command::new("node")
+            .arg(host.join("run-conformance.mjs"))
+            .arg(&transpiled)
+            .arg(cases),
+    );
+    assert_eq!(out.code, 0, "node host: {out:?}");
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("node host output: {e}: {out:?}"))
+}
+
+/// Both hosts' answers must be identical, case by case: verdicts (with their
+/// reasons), log lines, and refusals.
+fn assert_hosts_agree(component: &Path, cases: &Path) {
+    let (_, rust) = rust_host(Some(component), cases);
+    let node = node_run(component, cases);
+    assert_eq!(rust["policy"]["name"], node["policy"]["name"]);
+    let rust_cases = rust["cases"].as_array().expect("cases");
+    let node_cases = node["cases"].as_array().expect("cases");
+    assert_eq!(rust_cases.len(), node_cases.len());
+    for (r, n) in rust_cases.iter().zip(node_cases) {
+        assert_eq!(r["name"], n["name"]);
+        assert!(
+            r["observed"] == n["observed"],
+            "case {}: the hosts disagree\nRust:    {}\nNode.js: {}",
+            r["name"],
+            r["observed"],
+            n["observed"]
+        );
+    }
+}
+
+#[test]
+fn node_runs_the_default_policy_exactly_as_rust_does() {
+    assert_hosts_agree(&guest("default"), &default_cases());
+}
+
+#[test]
+fn node_runs_the_strict_example_exactly_as_rust_does() {
+    assert_hosts_agree(&guest("strict"), &strict_cases());
+}
+
+#[test]
+fn policy_bench_reports_evaluation_times() {
+    let cache = tempfile::tempdir().expect("temp dir");
+    let request = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/request.json");
+    let out = finish(
+        lockwarden(cache.path())
+            .args([
+                "policy",
+                "bench",
+                "--measurement-time",
+                "200ms",
+                "--json",
+                "--request",
+            ])
+            .arg(&request),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let doc: Value = serde_json::from_str(&out.stdout).expect("bench --json");
+    assert_eq!(doc["locks"], 6);
+    assert!(
+        doc["evaluation_seconds"]["n"].as_u64().unwrap_or(0) >= 1,
+        "{doc:#}"
+    );
+    assert!(
+        doc["evaluation_seconds"]["median"].as_f64().unwrap_or(0.0) > 0.0,
+        "{doc:#}"
+    );
+    let out = finish(
+        lockwarden(cache.path())
+            .args([
+                "policy",
+                "bench",
+                "--measurement-time",
+                "100ms",
+                "--request",
+            ])
+            .arg(&request),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("evaluate:    mean"), "{}", out.stdout);
+}

@@ -1,0 +1,281 @@
+//! Policies distributed as OCI artifacts, against a real registry
+//! (distribution 2.8) on 127.0.0.1.
+
+use std::path::Path;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+
+use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::registry::{REGISTRY_PASS, REGISTRY_USER, Registry, digest};
+use lockwarden_tests::restic::TestRepo;
+use lockwarden_tests::{Finished, finish, guest, lockwarden};
+use serde_json::Value;
+
+/// `lockwarden policy push FILE REF --insecure-registry`, with the Docker
+/// config taken from `docker_config` (never the user's own).
+fn push(file: &Path, reference: &str, docker_config: &Path) -> Finished {
+    let cache = tempfile::tempdir().expect("temp dir");
+    finish(
+        lockwarden(cache.path())
+            .args(["policy", "push"])
+            .arg(file)
+            .args([reference, "--insecure-registry"])
+            .env("DOCKER_CONFIG", docker_config),
+    )
+}
+
+/// `lockwarden check --json --policy REF --insecure-registry` on `repo`.
+fn check_with(repo: &TestRepo, policy: &str, docker_config: &Path) -> Finished {
+    finish(
+        repo.lockwarden("check")
+            .args(["--json", "--insecure-registry", "--policy", policy])
+            .env("DOCKER_CONFIG", docker_config),
+    )
+}
+
+/// A repository holding one lock 31 minutes old that nobody vouches for.
+fn repo_with_stale_lock() -> (TestRepo, String) {
+    let repo = TestRepo::init_local();
+    let id = LockWriter::new(&repo).write(
+        &time_from_now(-31 * 60),
+        "gone-host",
+        7,
+        false,
+        Encoding::Raw,
+    );
+    (repo, id)
+}
+
+#[test]
+fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = Registry::start(dir.path());
+    let docker = dir.path().join("docker");
+    let default = guest("default");
+    let reference = format!("oci://{}/lockwarden/default:0.1.0", registry.host);
+    let out = push(&default, &reference, &docker);
+    assert_eq!(out.code, 0, "{out:?}");
+    let pinned = out.stdout.trim().to_owned();
+    let (manifest, manifest_digest) = registry.manifest("lockwarden/default", "0.1.0");
+    assert_eq!(pinned, format!("{reference}@{manifest_digest}"));
+
+    // The layout wkg, wasmCloud and Spin read: a wasm config and one
+    // application/wasm layer holding exactly the component.
+    assert_eq!(
+        manifest["config"]["mediaType"],
+        "application/vnd.wasm.config.v0+json"
+    );
+    let layers = manifest["layers"].as_array().expect("layers");
+    assert_eq!(layers.len(), 1, "{manifest:#}");
+    assert_eq!(layers[0]["mediaType"], "application/wasm");
+    let component = std::fs::read(&default).expect("read the component");
+    assert_eq!(layers[0]["digest"], digest(&component));
+    let config: Value = serde_json::from_slice(
+        &registry.blob(
+            "lockwarden/default",
+            manifest["config"]["digest"]
+                .as_str()
+                .expect("config digest"),
+        ),
+    )
+    .expect("config JSON");
+    assert_eq!(config["architecture"], "wasm");
+    assert_eq!(config["os"], "wasip2");
+    assert_eq!(
+        manifest["annotations"]["org.opencontainers.image.title"],
+        "lockwarden-default"
+    );
+
+    let (repo, stale) = repo_with_stale_lock();
+    let out = check_with(&repo, &pinned, &docker);
+    assert_eq!(out.code, 3, "{out:?}");
+    let doc: Value = serde_json::from_str(&out.stdout).expect("check --json");
+    assert_eq!(doc["policy"]["source"], pinned.as_str(), "{doc:#}");
+    assert_eq!(doc["locks"][0]["id"], stale.as_str());
+    assert_eq!(doc["locks"][0]["rule"], "expired");
+
+    // Pinned and stored: the registry is no longer needed.
+    drop(registry);
+    let out = check_with(&repo, &pinned, &docker);
+    assert_eq!(
+        out.code, 3,
+        "a pinned policy must not be fetched again: {out:?}"
+    );
+    // A tag must be resolved, so it needs the registry: a clear error, and
+    // nothing is removed.
+    let out = finish(
+        repo.lockwarden("unlock")
+            .args(["--insecure-registry", "--policy", &reference])
+            .env("DOCKER_CONFIG", &docker),
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("cannot reach registry"),
+        "{}",
+        out.stderr
+    );
+    assert!(repo.lock_ids().contains(&stale), "nothing may be removed");
+}
+
+#[test]
+fn a_tampered_layer_is_refused_and_nothing_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = Registry::start(dir.path());
+    let docker = dir.path().join("docker");
+    let reference = format!("oci://{}/lockwarden/default:tampered", registry.host);
+    let out = push(&guest("default"), &reference, &docker);
+    assert_eq!(out.code, 0, "{out:?}");
+    let pinned = out.stdout.trim().to_owned();
+    // Swap the stored layer for another component: the registry serves it
+    // under the old digest.
+    let layer = digest(&std::fs::read(guest("default")).expect("read"));
+    std::fs::copy(guest("strict"), registry.blob_file(&layer)).expect("tamper with the layer");
+
+    let (repo, stale) = repo_with_stale_lock();
+    let out = finish(
+        repo.lockwarden("unlock")
+            .args(["--insecure-registry", "--policy", &pinned])
+            .env("DOCKER_CONFIG", &docker),
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("the layer of") && out.stderr.contains("does not match its digest"),
+        "{}",
+        out.stderr
+    );
+    assert!(repo.lock_ids().contains(&stale), "nothing may be removed");
+
+    // A digest the registry does not have is named as missing.
+    let unknown = format!(
+        "oci://{}/lockwarden/default@{}",
+        registry.host,
+        digest(b"other")
+    );
+    let out = check_with(&repo, &unknown, &docker);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("does not exist in the registry"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn artifacts_that_are_not_components_are_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = Registry::start(dir.path());
+    let docker = dir.path().join("docker");
+    let (repo, stale) = repo_with_stale_lock();
+    let core_module = b"\0asm\x01\0\0\0";
+    let cases = [
+        (
+            "core",
+            "application/vnd.wasm.config.v0+json",
+            "application/wasm",
+            &core_module[..],
+            "core WebAssembly module",
+        ),
+        (
+            "image",
+            "application/vnd.oci.image.config.v1+json",
+            "application/vnd.oci.image.layer.v1.tar+gzip",
+            b"not wasm",
+            "is not a WebAssembly component artifact",
+        ),
+        (
+            "json",
+            "application/vnd.wasm.config.v0+json",
+            "application/wasm",
+            b"{}",
+            "magic number",
+        ),
+    ];
+    for (tag, config_type, layer_type, layer, says) in cases {
+        registry.push_raw("lockwarden/odd", tag, config_type, layer_type, layer);
+        let reference = format!("oci://{}/lockwarden/odd:{tag}", registry.host);
+        let out = check_with(&repo, &reference, &docker);
+        assert_eq!(out.code, 1, "{tag}: {out:?}");
+        assert!(out.stderr.contains(says), "{tag}: {}", out.stderr);
+    }
+    assert!(repo.lock_ids().contains(&stale), "nothing may be removed");
+
+    // lockwarden refuses to publish what is not a policy.
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "hello").expect("write");
+    let out = push(
+        &text,
+        &format!("oci://{}/lockwarden/odd:text", registry.host),
+        &docker,
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("refusing to push"), "{}", out.stderr);
+}
+
+#[test]
+fn credentials_come_from_the_docker_config() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = Registry::start_with_auth(dir.path());
+    let reference = format!("oci://{}/private/default:1", registry.host);
+    let anonymous = dir.path().join("no-docker-config");
+    let out = push(&guest("default"), &reference, &anonymous);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("docker login"), "{}", out.stderr);
+
+    let docker = dir.path().join("docker");
+    std::fs::create_dir_all(&docker).expect("docker config dir");
+    let auth = STANDARD.encode(format!("{REGISTRY_USER}:{REGISTRY_PASS}"));
+    std::fs::write(
+        docker.join("config.json"),
+        format!(
+            r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#,
+            registry.host
+        ),
+    )
+    .expect("write config.json");
+    let out = push(&guest("default"), &reference, &docker);
+    assert_eq!(out.code, 0, "{out:?}");
+    let pinned = out.stdout.trim().to_owned();
+    let (repo, _) = repo_with_stale_lock();
+    assert_eq!(check_with(&repo, &pinned, &docker).code, 3);
+    let out = check_with(&repo, &reference, &anonymous);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("refused access"), "{}", out.stderr);
+}
+
+#[test]
+fn plain_http_only_on_loopback_and_only_when_asked() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = Registry::start(dir.path());
+    let docker = dir.path().join("docker");
+    let (repo, _) = repo_with_stale_lock();
+    let remote = "oci://registry.example.com/lockwarden/default:1";
+    let out = check_with(&repo, remote, &docker);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("only allowed for registries on this machine"),
+        "{}",
+        out.stderr
+    );
+
+    let local = format!("oci://{}/lockwarden/default:1", registry.host);
+    let out = finish(
+        repo.lockwarden("check")
+            .args(["--policy", &local])
+            .env("DOCKER_CONFIG", &docker),
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("--insecure-registry"), "{}", out.stderr);
+
+    let out = finish(
+        repo.lockwarden("check")
+            .args(["--policy", "oci://ghcr.io/org/p"]),
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("neither a tag nor a digest"),
+        "{}",
+        out.stderr
+    );
+}
