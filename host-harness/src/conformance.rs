@@ -25,8 +25,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::caps::LogLevel;
-use crate::contract::{Action, PolicyError};
+use crate::contract::PolicyError;
 use crate::plugin::{Outcome, PluginError, Policy, Runtime};
 use crate::request::RecordedRequest;
 
@@ -168,12 +167,12 @@ pub fn observed_json(result: Result<Outcome, PluginError>) -> Result<Value, Plug
         Ok(outcome) => Ok(json!({
             "verdicts": outcome.verdicts.iter().map(|v| json!({
                 "id": v.id,
-                "action": match v.action { Action::Keep => "keep", Action::Remove => "remove" },
+                "action": v.action.name(),
                 "rule": v.rule,
                 "reason": v.reason,
             })).collect::<Vec<_>>(),
             "logs": outcome.logs.iter().map(|l| json!({
-                "level": level_name(l.level),
+                "level": l.level.name(),
                 "message": l.message,
             })).collect::<Vec<_>>(),
         })),
@@ -185,16 +184,6 @@ pub fn observed_json(result: Result<Outcome, PluginError>) -> Result<Value, Plug
             Ok(json!({"error": {"kind": kind, "message": message}}))
         }
         Err(other) => Err(other),
-    }
-}
-
-/// A log level as the contract spells it.
-pub fn level_name(level: LogLevel) -> &'static str {
-    match level {
-        LogLevel::Debug => "debug",
-        LogLevel::Info => "info",
-        LogLevel::Warn => "warn",
-        LogLevel::Error => "error",
     }
 }
 

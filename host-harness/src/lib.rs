@@ -39,6 +39,29 @@ pub mod contract {
     /// The contract version this host implements: the WIT package version.
     pub const VERSION: &str = "0.1.0";
 
+    impl Action {
+        /// `keep` or `remove`, as the contract spells it.
+        pub fn name(self) -> &'static str {
+            match self {
+                Action::Keep => "keep",
+                Action::Remove => "remove",
+            }
+        }
+    }
+
+    impl lockwarden::policy::log::Level {
+        /// `debug`, `info`, `warn` or `error`, as the contract spells it.
+        pub fn name(self) -> &'static str {
+            use lockwarden::policy::log::Level;
+            match self {
+                Level::Debug => "debug",
+                Level::Info => "info",
+                Level::Warn => "warn",
+                Level::Error => "error",
+            }
+        }
+    }
+
     /// A lock with this id and placeholder fields, for unit tests.
     #[cfg(test)]
     pub(crate) fn test_lock(id: &str) -> Lock {

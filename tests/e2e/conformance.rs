@@ -168,40 +168,25 @@ fn node_runs_the_strict_example_exactly_as_rust_does() {
 fn policy_bench_reports_evaluation_times() {
     let cache = tempfile::tempdir().expect("temp dir");
     let request = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/request.json");
-    let out = finish(
-        lockwarden(cache.path())
-            .args([
-                "policy",
-                "bench",
-                "--measurement-time",
-                "200ms",
-                "--json",
-                "--request",
-            ])
-            .arg(&request),
-    );
-    assert_eq!(out.code, 0, "{out:?}");
-    let doc: Value = serde_json::from_str(&out.stdout).expect("bench --json");
+    let bench = |extra: &[&str]| {
+        let out = finish(
+            lockwarden(cache.path())
+                .args(["policy", "bench", "--measurement-time", "200ms"])
+                .args(extra)
+                .arg("--request")
+                .arg(&request),
+        );
+        assert_eq!(out.code, 0, "{out:?}");
+        out.stdout
+    };
+    let doc: Value = serde_json::from_str(&bench(&["--json"])).expect("bench --json");
     assert_eq!(doc["locks"], 6);
+    let evaluation = &doc["evaluation_seconds"];
+    assert!(evaluation["n"].as_u64().unwrap_or(0) >= 1, "{doc:#}");
     assert!(
-        doc["evaluation_seconds"]["n"].as_u64().unwrap_or(0) >= 1,
+        evaluation["median"].as_f64().unwrap_or(0.0) > 0.0,
         "{doc:#}"
     );
-    assert!(
-        doc["evaluation_seconds"]["median"].as_f64().unwrap_or(0.0) > 0.0,
-        "{doc:#}"
-    );
-    let out = finish(
-        lockwarden(cache.path())
-            .args([
-                "policy",
-                "bench",
-                "--measurement-time",
-                "100ms",
-                "--request",
-            ])
-            .arg(&request),
-    );
-    assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("evaluate:    mean"), "{}", out.stdout);
+    let text = bench(&[]);
+    assert!(text.contains("evaluate:    mean"), "{text}");
 }

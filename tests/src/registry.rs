@@ -4,11 +4,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::restic::free_port;
+use crate::restic::{free_port, wait_for_port};
 
 /// The registry's user when authentication is on.
 pub const REGISTRY_USER: &str = "publisher";
@@ -64,14 +63,7 @@ impl Registry {
             .stderr(Stdio::null())
             .spawn()
             .expect("start docker-registry (run `make setup`: apt-get install docker-registry)");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(&host).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "docker-registry did not start on {host}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for_port(&host, "docker-registry");
         Registry {
             child,
             host,

@@ -253,14 +253,7 @@ impl RestServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("start rclone serve restic (apt-get install rclone)");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(&addr).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "rclone serve restic did not start on {addr}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for_port(&addr, "rclone serve restic");
         RestServer {
             child,
             base: format!("http://{REST_USER}:{REST_PASS}@{addr}"),
@@ -282,6 +275,16 @@ impl Drop for RestServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Waits up to 20 s until `addr` accepts connections; `what` names the
+/// server in the panic message.
+pub fn wait_for_port(addr: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < deadline, "{what} did not start on {addr}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

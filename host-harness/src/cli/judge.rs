@@ -13,7 +13,7 @@ use lockwarden::warden::{Assessment, Judgement, assess};
 use serde_json::{Value, json};
 
 use super::evidence_args::EvidenceArgs;
-use super::policy::{action_name, policy_json, print_logs};
+use super::policy::{policy_json, print_logs};
 use super::repo_args::RepoArgs;
 use super::{PolicyArgs, UsageError};
 
@@ -182,7 +182,7 @@ impl Judge {
                 short(&u.id),
                 u.size,
                 u.problem,
-                action_name(v.action),
+                v.action.name(),
                 v.rule
             );
         }
@@ -203,7 +203,7 @@ impl Judge {
 }
 
 fn add_verdict(doc: &mut Value, v: &Verdict) {
-    doc["action"] = json!(action_name(v.action));
+    doc["action"] = json!(v.action.name());
     doc["rule"] = json!(v.rule);
     doc["reason"] = json!(v.reason);
 }
@@ -215,7 +215,7 @@ fn lock_row(now: i64, l: &Lock, v: &Verdict) -> [String; 8] {
         l.pid.to_string(),
         age(now.saturating_sub(l.time)),
         if l.exclusive { "exclusive" } else { "shared" }.to_owned(),
-        action_name(v.action).to_owned(),
+        v.action.name().to_owned(),
         v.rule.clone(),
         v.reason.clone(),
     ]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use lockwarden::caps::{LogLevel, LogLine};
-use lockwarden::contract::{Action, PolicyInfo, Verdict};
+use lockwarden::contract::{PolicyInfo, Verdict};
 use lockwarden::plugin::Policy;
 use lockwarden::request::{Prepared, RecordedRequest};
 use serde_json::json;
@@ -153,15 +153,7 @@ pub fn policy_json(policy: &Policy) -> serde_json::Value {
 
 /// One verdict as JSON.
 pub fn verdict_json(v: &Verdict) -> serde_json::Value {
-    json!({"id": v.id, "action": action_name(v.action), "rule": v.rule, "reason": v.reason})
-}
-
-/// `keep` or `remove`.
-pub fn action_name(action: Action) -> &'static str {
-    match action {
-        Action::Keep => "keep",
-        Action::Remove => "remove",
-    }
+    json!({"id": v.id, "action": v.action.name(), "rule": v.rule, "reason": v.reason})
 }
 
 /// Writes what the policy logged to stderr.
