@@ -49,10 +49,10 @@ pub mod contract {
         }
     }
 
-    impl lockwarden::policy::log::Level {
+    impl self::lockwarden::policy::log::Level {
         /// `debug`, `info`, `warn` or `error`, as the contract spells it.
         pub fn name(self) -> &'static str {
-            use lockwarden::policy::log::Level;
+            use self::lockwarden::policy::log::Level;
             match self {
                 Level::Debug => "debug",
                 Level::Info => "info",
