@@ -13,8 +13,9 @@ help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
 
 # The tools the tests run, each as command:Debian package.
-TOOLS := restic:restic rclone:rclone docker-registry:docker-registry node:nodejs npm:npm
+TOOLS := restic:restic rclone:rclone docker-registry:docker-registry node:nodejs npm:npm python3:python3
 NODE_HOST := tests/node-host
+PYTHON_ENV := target/python-host
 
 setup: ## Add the wasm32-wasip2 target; install restic, rclone, docker-registry, Node.js (apt-get)
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -36,7 +37,13 @@ build: setup ## Build the policy component and the lockwarden binary (release)
 $(NODE_HOST)/node_modules/.package-lock.json: $(NODE_HOST)/package-lock.json
 	npm ci --prefix $(NODE_HOST) --no-audit --no-fund --loglevel=error
 
-test: setup $(NODE_HOST)/node_modules/.package-lock.json ## Build everything, the test guests too, and run all tests (Rust and Node.js hosts)
+# wasmtime-py for the Python host, in a virtual environment of its own.
+$(PYTHON_ENV)/installed: tests/python-host/requirements.txt
+	python3 -m venv $(PYTHON_ENV) || { echo "cannot create a Python venv: apt-get install python3-venv" >&2; exit 1; }
+	$(PYTHON_ENV)/bin/pip install --quiet --disable-pip-version-check -r tests/python-host/requirements.txt
+	touch $@
+
+test: setup $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed ## Build everything, the test guests too, and run all tests (Rust, Node.js and Python hosts)
 	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden
 	$(CARGO) test $(PROFILE_FLAGS) --workspace
 
@@ -47,7 +54,7 @@ lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-w
 	$(CARGO) clippy -p lockwarden-policy -p lockwarden-strict-policy --target wasm32-wasip2 -- -D warnings
 	$(CARGO) clippy --manifest-path tests/guests/Cargo.toml --workspace --target wasm32-wasip2 -- -D warnings
 
-bench: setup ## Measure against restic and native code; writes BENCHMARKS.md (not part of test)
+bench: setup $(NODE_HOST)/node_modules/.package-lock.json ## Measure against restic and native code; writes BENCHMARKS.md (not part of test)
 	@command -v /usr/bin/time >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq time >/dev/null; } || { echo "install GNU time (apt-get install time)" >&2; exit 1; }
 	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden -p lockwarden-bench
 	./target/release/lockwarden-bench

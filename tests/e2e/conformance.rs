@@ -1,6 +1,7 @@
 //! The conformance suite (`tests/conformance/`, and the strict example's own
 //! cases): the Rust host runs every case, and the same built component run in
-//! Node.js through jco must answer exactly as it does.
+//! Node.js through jco, and in Python through wasmtime-py, must answer exactly
+//! as it does.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -133,35 +134,65 @@ fn node_run(component: &Path, cases: &Path) -> Value {
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("node host output: {e}: {out:?}"))
 }
 
-/// Both hosts' answers must be identical, case by case: verdicts (with their
-/// reasons), log lines, and refusals.
-fn assert_hosts_agree(component: &Path, cases: &Path) {
+/// Runs every case in the Python host (wasmtime-py, installed by `make
+/// test` into target/python-host).
+fn python_run(component: &Path, cases: &Path) -> Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = root.join("target/python-host/bin/python");
+    assert!(
+        python.exists(),
+        "the Python host's environment is missing: run `make test` (it creates target/python-host)"
+    );
+    let out = finish(
+        Command::new(python)
+            .arg(root.join("tests/python-host/host.py"))
+            .arg(component)
+            .arg(cases),
+    );
+    assert_eq!(out.code, 0, "python host: {out:?}");
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("python host output: {e}: {out:?}"))
+}
+
+/// Another host's answers must be identical to the Rust host's, case by
+/// case: verdicts (with their reasons), log lines, and refusals.
+fn assert_agrees_with_rust(host: &str, other: &Value, component: &Path, cases: &Path) {
     let (_, rust) = rust_host(Some(component), cases);
-    let node = node_run(component, cases);
-    assert_eq!(rust["policy"]["name"], node["policy"]["name"]);
+    assert_eq!(rust["policy"]["name"], other["policy"]["name"]);
     let rust_cases = rust["cases"].as_array().expect("cases");
-    let node_cases = node["cases"].as_array().expect("cases");
-    assert_eq!(rust_cases.len(), node_cases.len());
-    for (r, n) in rust_cases.iter().zip(node_cases) {
-        assert_eq!(r["name"], n["name"]);
+    let other_cases = other["cases"].as_array().expect("cases");
+    assert_eq!(rust_cases.len(), other_cases.len());
+    for (r, o) in rust_cases.iter().zip(other_cases) {
+        assert_eq!(r["name"], o["name"]);
         assert!(
-            r["observed"] == n["observed"],
-            "case {}: the hosts disagree\nRust:    {}\nNode.js: {}",
+            r["observed"] == o["observed"],
+            "case {}: the hosts disagree\nRust: {}\n{host}: {}",
             r["name"],
             r["observed"],
-            n["observed"]
+            o["observed"]
         );
     }
 }
 
 #[test]
 fn node_runs_the_default_policy_exactly_as_rust_does() {
-    assert_hosts_agree(&guest("default"), &default_cases());
+    let (policy, cases) = (guest("default"), default_cases());
+    assert_agrees_with_rust("Node.js", &node_run(&policy, &cases), &policy, &cases);
 }
 
 #[test]
 fn node_runs_the_strict_example_exactly_as_rust_does() {
-    assert_hosts_agree(&guest("strict"), &strict_cases());
+    let (policy, cases) = (guest("strict"), strict_cases());
+    assert_agrees_with_rust("Node.js", &node_run(&policy, &cases), &policy, &cases);
+}
+
+#[test]
+fn python_runs_both_policies_exactly_as_rust_does() {
+    for (policy, cases) in [
+        (guest("default"), default_cases()),
+        (guest("strict"), strict_cases()),
+    ] {
+        assert_agrees_with_rust("Python", &python_run(&policy, &cases), &policy, &cases);
+    }
 }
 
 #[test]
