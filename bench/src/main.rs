@@ -1,8 +1,10 @@
 //! `make bench`: lockwarden measured the way its users would compare it, in
 //! one run, as ratios: against restic (the Debian binary) and against the
-//! policy's rules compiled natively. Writes BENCHMARKS.md and
+//! policy's rules compiled natively, and the component in a second host
+//! (Node.js). Writes BENCHMARKS.md and
 //! target/bench/results.json. Never part of `make test`.
 
+mod hosts;
 mod policy;
 mod report;
 mod tools;
@@ -39,6 +41,8 @@ fn main() {
     let round = tools::periodic_round(100);
     step("check over REST, 1,000 locks");
     let rest = tools::over_rest(1_000, 5);
+    step("the same component in Node.js (jco) and in wasmtime");
+    let hosts = hosts::compare();
     step("writing BENCHMARKS.md and target/bench/results.json");
 
     let results = report::Results {
@@ -47,6 +51,7 @@ fn main() {
         unlock: vec![unlock_1k, unlock_10k],
         round,
         rest,
+        hosts,
         seconds: started.elapsed().as_secs_f64(),
     };
     report::write(&results);

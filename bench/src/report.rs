@@ -5,6 +5,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
+use crate::hosts::HostPair;
 use crate::policy::{Evaluation, Start};
 use crate::tools::{Pairs, Round, Run};
 use lockwarden::stats::short;
@@ -16,6 +17,7 @@ pub struct Results {
     pub unlock: Vec<Pairs>,
     pub round: Round,
     pub rest: Pairs,
+    pub hosts: Vec<HostPair>,
     pub seconds: f64,
 }
 
@@ -266,6 +268,29 @@ pub fn write(r: &Results) {
         short(p.ratio(|x| x.rss_kib).median)
     );
 
+    // Second host.
+    let _ = writeln!(
+        w,
+        "\n## The same component in a second host: Node.js through jco\n\nThe default policy, \
+         built once, run by lockwarden (wasmtime, cranelift) and by `tests/node-host` (jco \
+         transpile, V8), each timed by its own bench: `lockwarden policy bench` and \
+         `tests/node-host/bench.mjs`, a fresh instance and one `evaluate` per call, the \
+         recorded answers served through the imports. `make test` checks that both give \
+         identical answers on every conformance case.\n\n| request | entries | wasmtime | \
+         Node.js | Node.js/wasmtime |\n|---|---|---|---|---|"
+    );
+    for h in &r.hosts {
+        let _ = writeln!(
+            w,
+            "| `{}` | {} | {} | {} | {}x |",
+            h.request,
+            h.entries,
+            h.wasmtime.show(1e6, "µs"),
+            h.node.show(1e6, "µs"),
+            short(h.node.median / h.wasmtime.median)
+        );
+    }
+
     let _ = writeln!(w, "\n## Targets\n\n| target | measured | |\n|---|---|---|");
     for (name, measured, met) in &targets {
         let _ = writeln!(w, "| {name} | {measured} | {} |", verdict(*met));
@@ -291,6 +316,11 @@ pub fn write(r: &Results) {
             "watch_busy_s": round.watch_busy, "cpu_ratio": cpu_ratio,
         },
         "rest": pairs_json(&r.rest),
+        "second_host": r.hosts.iter().map(|h| json!({
+            "request": h.request, "entries": h.entries,
+            "wasmtime_s": h.wasmtime.json(), "node_s": h.node.json(),
+            "ratio": h.node.median / h.wasmtime.median,
+        })).collect::<Vec<_>>(),
         "targets": targets.iter().map(|(n, m, ok)| json!({"target": n, "measured": m, "met": ok})).collect::<Vec<_>>(),
     });
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");

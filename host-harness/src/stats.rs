@@ -54,6 +54,21 @@ impl Summary {
         )
     }
 
+    /// Reads what [`Summary::json`] wrote; missing fields are zero, a
+    /// missing median or count is `None`.
+    pub fn from_json(v: &Value) -> Option<Summary> {
+        let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
+        Some(Summary {
+            median: v["median"].as_f64()?,
+            p10: f("p10"),
+            p90: f("p90"),
+            min: f("min"),
+            max: f("max"),
+            mean: f("mean"),
+            n: usize::try_from(v["n"].as_u64()?).ok()?,
+        })
+    }
+
     /// For results.json.
     pub fn json(&self) -> Value {
         json!({

@@ -157,8 +157,12 @@ export async function loadPolicy(dir, name = 'policy') {
      * Evaluates a recorded request. Returns what every lockwarden host reports:
      * {verdicts, logs}, or {error: {kind, message}} when the policy refuses.
      */
-    async evaluate(recorded) {
-      const { now, request, evidence } = prepare(recorded);
+    evaluate(recorded) {
+      return this.evaluatePrepared(prepare(recorded));
+    },
+
+    /** Evaluates a request made by `prepare`, in a fresh instance. */
+    async evaluatePrepared({ now, request, evidence }) {
       const logs = [];
       const { policy } = await start(now, evidence, logs);
       let verdicts;
