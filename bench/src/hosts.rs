@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use lockwarden::stats::Summary;
-use lockwarden_tests::lockwarden_bin;
+use lockwarden_tests::{lockwarden_bin, node_host};
 use serde_json::Value;
 
 /// One request timed in both hosts.
@@ -56,24 +56,9 @@ fn summary(doc: &Value) -> Summary {
 /// request, 3 s each.
 pub fn compare() -> Vec<HostPair> {
     let root = root();
-    let node_host = root.join("tests/node-host");
     let component = root.join("target/policy/wasm32-wasip2/wasm/lockwarden_policy.wasm");
     let transpiled = root.join("target/bench/jco");
-    let out = Command::new(node_host.join("node_modules/.bin/jco"))
-        .arg("transpile")
-        .arg(&component)
-        .args([
-            "--instantiation",
-            "async",
-            "--name",
-            "policy",
-            "--quiet",
-            "-o",
-        ])
-        .arg(&transpiled)
-        .output()
-        .expect("run jco (make bench installs it with npm ci)");
-    assert!(out.status.success(), "jco transpile: {out:?}");
+    node_host::transpile(&component, &transpiled);
     let cache = tempfile::tempdir().expect("temp dir");
     REQUESTS
         .iter()
@@ -90,7 +75,7 @@ pub fn compare() -> Vec<HostPair> {
             );
             let node = json_of(
                 Command::new("node")
-                    .arg(node_host.join("bench.mjs"))
+                    .arg(node_host::dir().join("bench.mjs"))
                     .arg(&transpiled)
                     .arg(&file)
                     .arg("3"),

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use lockwarden_tests::{finish, guest, lockwarden};
+use lockwarden_tests::{finish, guest, lockwarden, node_host};
 use serde_json::Value;
 
 fn default_cases() -> PathBuf {
@@ -93,40 +93,14 @@ fn the_suite_tells_policies_apart() {
     assert!(out.stdout.trim_end().ends_with("failed"), "{}", out.stdout);
 }
 
-/// The Node.js host's directory, with its packages installed by `make test`
-/// (`npm ci`).
-fn node_host() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("node-host");
-    assert!(
-        dir.join("node_modules/.bin/jco").exists(),
-        "the Node.js host's packages are missing: run `make test` (npm ci --prefix tests/node-host)"
-    );
-    dir
-}
-
 /// Transpiles `component` with jco and runs every case in Node.js.
 fn node_run(component: &Path, cases: &Path) -> Value {
-    let host = node_host();
     let out_dir = tempfile::tempdir().expect("temp dir");
     let transpiled = out_dir.path().join("policy");
-    let out = finish(
-        Command::new(host.join("node_modules/.bin/jco"))
-            .arg("transpile")
-            .arg(component)
-            .args([
-                "--instantiation",
-                "async",
-                "--name",
-                "policy",
-                "--quiet",
-                "-o",
-            ])
-            .arg(&transpiled),
-    );
-    assert_eq!(out.code, 0, "jco transpile: {out:?}");
+    node_host::transpile(component, &transpiled);
     let out = finish(
         Command::new("node")
-            .arg(host.join("run-conformance.mjs"))
+            .arg(node_host::dir().join("run-conformance.mjs"))
             .arg(&transpiled)
             .arg(cases),
     );

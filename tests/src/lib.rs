@@ -2,6 +2,7 @@
 //! test guests are, and running the binary.
 
 pub mod lock_writer;
+pub mod node_host;
 pub mod registry;
 pub mod restic;
 
