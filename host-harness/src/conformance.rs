@@ -34,8 +34,6 @@ use crate::request::RecordedRequest;
 pub struct Case {
     /// The file name without `.json`.
     pub name: String,
-    /// The file.
-    pub path: PathBuf,
     /// What it checks.
     pub description: String,
     /// What the policy must answer.
@@ -127,7 +125,6 @@ pub fn load(path: &Path) -> Result<Case, String> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        path: path.to_owned(),
         description: meta.description,
         expect: meta.expect,
         text,

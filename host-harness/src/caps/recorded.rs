@@ -6,12 +6,13 @@ use std::collections::HashMap;
 use super::Evidence;
 use crate::contract::Liveness;
 
-/// Answers to `process` and `host` questions, as recorded.
+/// Answers to `process` and `host` questions, as recorded. Keyed by hostname
+/// first, so that a lookup borrows the policy's `&str` instead of allocating.
 #[derive(Debug, Default, Clone)]
 pub struct Recorded {
     local_hostname: Option<String>,
-    process: HashMap<(String, i64, i64), Liveness>,
-    host: HashMap<(String, i64), Liveness>,
+    process: HashMap<String, HashMap<(i64, i64), Liveness>>,
+    host: HashMap<String, HashMap<i64, Liveness>>,
 }
 
 impl Recorded {
@@ -35,10 +36,19 @@ impl Recorded {
         host: Liveness,
     ) {
         merge(
-            self.process.entry((hostname.to_owned(), pid, since)),
+            self.process
+                .entry(hostname.to_owned())
+                .or_default()
+                .entry((pid, since)),
             process,
         );
-        merge(self.host.entry((hostname.to_owned(), since)), host);
+        merge(
+            self.host
+                .entry(hostname.to_owned())
+                .or_default()
+                .entry(since),
+            host,
+        );
     }
 }
 
@@ -70,13 +80,15 @@ impl Evidence for Recorded {
     }
     fn process(&self, hostname: &str, pid: i64, since: i64) -> Liveness {
         self.process
-            .get(&(hostname.to_owned(), pid, since))
+            .get(hostname)
+            .and_then(|answers| answers.get(&(pid, since)))
             .cloned()
             .unwrap_or_else(not_recorded)
     }
     fn host(&self, hostname: &str, since: i64) -> Liveness {
         self.host
-            .get(&(hostname.to_owned(), since))
+            .get(hostname)
+            .and_then(|answers| answers.get(&since))
             .cloned()
             .unwrap_or_else(not_recorded)
     }
