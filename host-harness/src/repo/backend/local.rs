@@ -78,8 +78,9 @@ impl Store for LocalStore {
             if !super::super::lockfile::is_valid_id(&name) {
                 continue;
             }
-            let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-            files.push(FileInfo { name, size });
+            // No stat here: a read gives the size, and only a file that
+            // then fails to read would need it (reported as 0).
+            files.push(FileInfo { name, size: 0 });
         }
         Ok(files)
     }

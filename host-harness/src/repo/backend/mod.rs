@@ -35,7 +35,8 @@ impl Kind {
 pub struct FileInfo {
     /// The file name (an id).
     pub name: String,
-    /// Its size in bytes, when the listing says (REST v1 does not: 0).
+    /// Its size in bytes, when the listing says without extra work (REST v2
+    /// does; REST v1 and the local backend give 0).
     pub size: u64,
 }
 
