@@ -15,6 +15,8 @@ fn main() {
     for watched in [
         "plugin/src",
         "plugin/Cargo.toml",
+        "duration/src",
+        "duration/Cargo.toml",
         "wit",
         ".cargo/config.toml",
     ] {

@@ -118,7 +118,9 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Case>, String> {
 /// Reads one case file.
 pub fn load(path: &Path) -> Result<Case, String> {
     let fail = |e: String| format!("case {}: {e}", path.display());
-    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let bytes = crate::files::read_regular_file(path, crate::limits::REQUEST)
+        .map_err(|e| fail(format!("it {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8 text".into()))?;
     let meta: CaseMeta = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
     Ok(Case {
         name: path

@@ -10,13 +10,17 @@
 //! gone.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{FlockOperation, flock};
 use serde::{Deserialize, Serialize};
 
 use crate::contract::Lock;
+use crate::files::{ReadError, read_regular_file};
+
+/// A state file lists at most `limits::LISTING_ENTRIES` ids (about 10 MiB).
+const STATE_FILE_LIMIT: u64 = 32 * 1024 * 1024;
 use crate::time::{format_rfc3339, parse_rfc3339};
 
 /// Why the store could not be used.
@@ -72,13 +76,17 @@ impl FirstSeenStore {
         };
         crate::files::create_private_dir(&self.dir)
             .map_err(|e| fail(format!("cannot create the directory: {e}")))?;
+        crate::files::check_private_dir(&self.dir).map_err(|e| StoreError {
+            path: self.dir.display().to_string(),
+            cause: format!("refusing the state directory: {e}"),
+        })?;
         let guard = lock_file(&path.with_extension("lock"))
             .map_err(|e| fail(format!("cannot lock: {e}")))?;
-        let mut state = match fs::read(&path) {
+        let mut state = match read_regular_file(&path, STATE_FILE_LIMIT) {
             Ok(bytes) => serde_json::from_slice::<StateFile>(&bytes)
                 .map_err(|e| fail(format!("is damaged ({e}); move it away to start afresh")))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => StateFile::default(),
-            Err(e) => return Err(fail(format!("cannot read: {e}"))),
+            Err(ReadError::NotFound) => StateFile::default(),
+            Err(e) => return Err(fail(format!("cannot read: it {e}"))),
         };
         let mut next = BTreeMap::new();
         for lock in locks.iter_mut() {
@@ -101,13 +109,10 @@ impl FirstSeenStore {
     }
 }
 
-/// Holds an exclusive flock on `path` until dropped.
+/// Holds an exclusive flock on `path` until dropped; a link planted there is
+/// refused, not followed.
 fn lock_file(path: &Path) -> std::io::Result<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)?;
+    let file = crate::files::open_nofollow_for_lock(path)?;
     flock(&file, FlockOperation::LockExclusive)?;
     Ok(file)
 }
@@ -131,13 +136,39 @@ mod tests {
         let mut second = [lock("a"), lock("c")];
         again.observe("repo", &mut second, 500).expect("observe");
         assert_eq!(second.clone().map(|l| l.first_seen), [Some(100), Some(500)]);
-        let text = fs::read_to_string(again.path("repo")).expect("state file");
+        let text = std::fs::read_to_string(again.path("repo")).expect("state file");
         assert!(!text.contains("\"b\""), "pruned: {text}");
 
-        fs::write(again.path("repo"), "{not json").expect("damage");
+        std::fs::write(again.path("repo"), "{not json").expect("damage");
         let err = again
             .observe("repo", &mut second, 600)
             .expect_err("damaged file");
         assert!(err.to_string().contains("move it away"), "{err}");
+    }
+
+    #[test]
+    fn refuses_a_shared_state_dir_and_planted_links() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).expect("mkdir");
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+        let err = FirstSeenStore::new(shared)
+            .observe("repo", &mut [lock("a")], 1)
+            .expect_err("world-writable");
+        assert!(err.to_string().contains("writable by others"), "{err}");
+
+        let private = dir.path().join("private");
+        let store = FirstSeenStore::new(private.clone());
+        store.observe("repo", &mut [lock("a")], 1).expect("observe");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "root's file").expect("write");
+        std::fs::remove_file(private.join("repo.lock")).expect("rm");
+        std::os::unix::fs::symlink(&victim, private.join("repo.lock")).expect("plant");
+        assert!(store.observe("repo", &mut [lock("a")], 2).is_err());
+        assert_eq!(
+            std::fs::read_to_string(&victim).expect("victim"),
+            "root's file"
+        );
     }
 }

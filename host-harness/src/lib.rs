@@ -8,15 +8,18 @@
 //! ([`request`]).
 
 pub mod caps;
+pub mod command;
 pub mod conformance;
-mod files;
+pub mod files;
 pub mod first_seen;
+pub mod limits;
 pub mod oci;
 mod parallel;
 pub mod plugin;
 pub mod repo;
 pub mod request;
 pub mod stats;
+pub mod text;
 pub mod time;
 pub mod warden;
 pub mod watch;

@@ -19,6 +19,20 @@ pub fn format_rfc3339(nanos: i64) -> String {
         .unwrap_or_else(|_| format!("{nanos}ns since the epoch"))
 }
 
+/// Parses a non-negative duration as Go's `time.ParseDuration` does (`90s`,
+/// `30m`, `1.5h`, `1h30m`): the one grammar of every duration lockwarden
+/// reads, shared with the default policy's settings.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let nanos = lockwarden_duration::parse(text).ok_or_else(|| {
+        format!(
+            "`{}` is not {}",
+            crate::text::escape(text),
+            lockwarden_duration::ACCEPTED
+        )
+    })?;
+    Ok(std::time::Duration::from_nanos(nanos.unsigned_abs()))
+}
+
 /// The current time by this machine's clock.
 pub fn now() -> i64 {
     i64::try_from(Timestamp::now().as_nanosecond()).unwrap_or(i64::MAX)

@@ -1,9 +1,7 @@
 //! The main job, shared by every command: read a repository's locks, ask the
 //! policy, and remove exactly what it judged stale.
 
-use std::sync::Arc;
-
-use crate::caps::{Evidence, LogLine};
+use crate::caps::{EvidenceConfig, LogLine, Observations, OwnChildren};
 use crate::contract::{Action, EvaluateRequest, Lock, UnreadableLock, Verdict};
 use crate::first_seen::{FirstSeenStore, StoreError};
 use crate::parallel::parallel_map;
@@ -55,31 +53,43 @@ pub struct Judgement<'a> {
     pub runtime: &'a Runtime,
     /// The policy.
     pub policy: &'a Policy,
-    /// Evidence about holders.
-    pub evidence: Arc<dyn Evidence>,
+    /// Where evidence about holders comes from; gathered after the listing.
+    pub evidence: &'a EvidenceConfig,
+    /// restic processes lockwarden started itself (known alive).
+    pub children: Option<OwnChildren>,
     /// The policy's settings.
     pub settings: &'a [(String, String)],
     /// Where first-seen times are kept, if anywhere.
     pub first_seen: Option<&'a FirstSeenStore>,
 }
 
-/// Reads the locks of `repo` and has the policy judge them at `now`.
-pub fn assess(
-    repo: &Repository,
-    judgement: Judgement<'_>,
-    now: i64,
-) -> Result<Assessment, AssessError> {
+/// Reads the locks of `repo` and has the policy judge them. The clock is
+/// read once the listing is done, and evidence is gathered after that, so
+/// that every answer is about a moment after each lock was seen.
+pub fn assess(repo: &Repository, judgement: Judgement<'_>) -> Result<Assessment, AssessError> {
     let Judgement {
         runtime,
         policy,
         evidence,
+        children,
         settings,
         first_seen,
     } = judgement;
     let mut set = repo.read_locks()?;
+    let now = crate::time::now();
     if let Some(store) = first_seen {
         store.observe(&repo.config().id, &mut set.locks, now)?;
     }
+    // Two locks with one (hostname, time) count as seen at the later sight.
+    let mut observed = Observations::new();
+    for lock in &set.locks {
+        let seen = lock.first_seen.unwrap_or(now);
+        let slot = observed
+            .entry((lock.hostname.clone(), lock.time))
+            .or_insert(seen);
+        *slot = (*slot).max(seen);
+    }
+    let evidence = evidence.gather(children, observed);
     let request = EvaluateRequest {
         repository: repo.describe(),
         locks: set.locks,

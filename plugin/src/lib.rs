@@ -4,7 +4,7 @@
 //! serves the rules' [`rules::Facts`] from the host's imports. The decisions are
 //! plain functions in [`rules`], tested natively.
 
-pub mod duration;
+pub use lockwarden_duration as duration;
 pub mod rules;
 
 /// Bindings generated from `wit/`, the one contract.

@@ -4,24 +4,40 @@
 //! plain list `[{"name", "started", "state"}]`.
 //!
 //! The inventory speaks only for hostnames matching `--inventory-hosts`:
-//! - a matching hostname absent from the inventory is `dead`;
+//! - a matching hostname absent from the inventory is `dead` only when the
+//!   inventory is *authoritative* for it: it was read without error, it lists
+//!   at least one host matching `--inventory-hosts` (an empty list, or one that
+//!   sees none of the hosts it should cover, is a wrong namespace or missing
+//!   permissions far more often than proof), and it was taken after lockwarden
+//!   first saw the lock (a command runs after the locks are listed; a file
+//!   counts by its modification time). Otherwise absence is `unknown`;
 //! - a pod that Succeeded or Failed is `dead`;
 //! - a pod started after the lock was written is `dead` (it was recreated),
-//!   and so is one whose containers all started after it (restarted);
+//!   and so is one whose containers all started after it (restarted), each
+//!   with a few seconds' tolerance for clocks;
 //! - a running pod started before the lock is `unknown`: the pod lives, the
 //!   process that wrote the lock may not;
 //! - any other hostname, or an inventory that could not be read, is
 //!   `unknown`, never a reason to remove.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use regex::Regex;
 use serde::Deserialize;
 
+use crate::command;
 use crate::contract::Liveness;
-use crate::time::{format_rfc3339, parse_rfc3339};
+use crate::files::read_open_file;
+use crate::limits;
+use crate::time::{format_rfc3339, now, parse_rfc3339};
+
+/// How much later than a lock's time a pod or its containers must have
+/// started to count as recreated: the kubelet and the lock writer read
+/// different clocks.
+const START_TOLERANCE: i64 = 5_000_000_000;
 
 /// Where the inventory comes from.
 #[derive(Debug, Clone)]
@@ -48,88 +64,153 @@ pub struct HostRecord {
 pub struct Inventory {
     hosts: Regex,
     /// The hosts, or why they could not be read.
-    reading: Result<HashMap<String, HostRecord>, String>,
+    reading: Result<Reading, String>,
+}
+
+#[derive(Debug)]
+struct Reading {
+    records: HashMap<String, HostRecord>,
+    /// When the inventory was taken (ns since the epoch, this host's clock).
+    taken_at: i64,
+    /// Whether it lists any host the regex covers.
+    covers_any: bool,
 }
 
 impl Inventory {
-    /// Reads `source` now. A failure is kept and turns every answer into
-    /// `unknown`; `problem()` reports it.
-    pub fn read(source: &InventorySource, hosts: Regex) -> Inventory {
+    /// Reads `source` now (a command within `timeout`). A failure is kept
+    /// and turns every answer into `unknown`; `problem()` reports it.
+    pub fn read(source: &InventorySource, hosts: Regex, timeout: Duration) -> Inventory {
         let text = match source {
-            InventorySource::File(path) => std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read hosts file {}: {e}", path.display())),
-            InventorySource::Command(command) => run(command),
+            InventorySource::File(path) => read_file(path),
+            InventorySource::Command(line) => {
+                let taken_at = now();
+                run(line, timeout).map(|text| (text, taken_at))
+            }
         };
-        Inventory {
-            hosts,
-            reading: text.and_then(|t| parse(&t)),
+        let reading = text.and_then(|(text, taken_at)| Reading::new(&text, taken_at, &hosts));
+        Inventory { hosts, reading }
+    }
+
+    /// An inventory from JSON text taken at `taken_at` (for tests and
+    /// recorded inputs).
+    pub fn from_json(text: &str, hosts: Regex, taken_at: i64) -> Inventory {
+        let reading = Reading::new(text, taken_at, &hosts);
+        Inventory { hosts, reading }
+    }
+
+    /// Why the inventory cannot be used, if it cannot.
+    pub fn problem(&self) -> Option<String> {
+        match &self.reading {
+            Err(problem) => Some(problem.clone()),
+            Ok(reading) if !reading.covers_any => Some(format!(
+                "it lists no host matching {}; absence from it proves nothing",
+                self.hosts.as_str()
+            )),
+            Ok(_) => None,
         }
     }
 
-    /// An inventory from JSON text (for tests and recorded inputs).
-    pub fn from_json(text: &str, hosts: Regex) -> Inventory {
-        Inventory {
-            hosts,
-            reading: parse(text),
-        }
-    }
-
-    /// Why the inventory could not be read, if it could not.
-    pub fn problem(&self) -> Option<&str> {
-        self.reading.as_ref().err().map(String::as_str)
-    }
-
-    /// The answer to `liveness.host(hostname, since)`.
-    pub fn host(&self, hostname: &str, since: i64) -> Liveness {
+    /// The answer to `liveness.host(hostname, since)` for a lock lockwarden
+    /// first saw at `observed` (its own clock), if it knows.
+    pub fn host(&self, hostname: &str, since: i64, observed: Option<i64>) -> Liveness {
+        let shown = crate::text::escape(hostname);
         if !self.hosts.is_match(hostname) {
             return Liveness::Unknown(format!(
-                "host {hostname} is not one the inventory covers ({})",
+                "host {shown} is not one the inventory covers ({})",
                 self.hosts.as_str()
             ));
         }
-        let hosts = match &self.reading {
-            Ok(hosts) => hosts,
+        let reading = match &self.reading {
+            Ok(reading) => reading,
             Err(problem) => {
                 return Liveness::Unknown(format!("the host inventory failed: {problem}"));
             }
         };
-        let Some(record) = hosts.get(hostname) else {
-            return Liveness::Dead(format!("pod {hostname} no longer exists"));
+        let Some(record) = reading.records.get(hostname) else {
+            if !reading.covers_any {
+                return Liveness::Unknown(format!(
+                    "pod {shown} is not in the inventory, but the inventory lists no host matching \
+                     {} at all (wrong namespace or missing permissions?), so its absence proves nothing",
+                    self.hosts.as_str()
+                ));
+            }
+            return match observed {
+                Some(observed) if observed < reading.taken_at => {
+                    Liveness::Dead(format!("pod {shown} no longer exists"))
+                }
+                _ => Liveness::Unknown(format!(
+                    "pod {shown} is not in the inventory, but the inventory was taken at {}, \
+                     before lockwarden saw this lock, so its absence proves nothing",
+                    format_rfc3339(reading.taken_at)
+                )),
+            };
         };
         if matches!(record.state.as_str(), "succeeded" | "failed") {
-            return Liveness::Dead(format!("pod {hostname} has {}", record.state));
+            return Liveness::Dead(format!("pod {shown} has {}", record.state));
         }
-        if let Some(started) = record.started.filter(|s| *s > since) {
+        let after = |started: i64| started > since.saturating_add(START_TOLERANCE);
+        if let Some(started) = record.started.filter(|s| after(*s)) {
             return Liveness::Dead(format!(
-                "pod {hostname} started at {}, after the lock was written",
+                "pod {shown} started at {}, after the lock was written",
                 format_rfc3339(started)
             ));
         }
-        if let Some(started) = record.containers_started.filter(|s| *s > since) {
+        if let Some(started) = record.containers_started.filter(|s| after(*s)) {
             return Liveness::Dead(format!(
-                "every container of pod {hostname} restarted since the lock was written (the earliest at {})",
+                "every container of pod {shown} restarted since the lock was written (the earliest at {})",
                 format_rfc3339(started)
             ));
         }
         Liveness::Unknown(format!(
-            "pod {hostname} is {}, but whether the process that wrote the lock runs is unknown",
+            "pod {shown} is {}, but whether the process that wrote the lock runs is unknown",
             record.state
         ))
     }
 }
 
-fn run(command: &str) -> Result<String, String> {
-    let output = Command::new("sh")
-        .args(["-c", command])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run hosts command: {e}"))?;
+impl Reading {
+    fn new(text: &str, taken_at: i64, hosts: &Regex) -> Result<Reading, String> {
+        let records = parse(text)?;
+        let covers_any = records.keys().any(|name| hosts.is_match(name));
+        Ok(Reading {
+            records,
+            taken_at,
+            covers_any,
+        })
+    }
+}
+
+/// Reads a hosts file (a regular file within [`limits::INVENTORY`]); it was
+/// taken when it was last modified.
+fn read_file(path: &Path) -> Result<(String, i64), String> {
+    let fail =
+        |e: &dyn std::fmt::Display| format!("cannot read hosts file {}: {e}", path.display());
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(i32::try_from(rustix::fs::OFlags::NONBLOCK.bits()).unwrap_or(0))
+        .open(path)
+        .map_err(|e| fail(&e))?;
+    let modified = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .map_err(|e| fail(&e))?;
+    let taken_at = jiff::Timestamp::try_from(modified)
+        .ok()
+        .and_then(|t| i64::try_from(t.as_nanosecond()).ok())
+        .ok_or_else(|| fail(&"its modification time is out of range"))?;
+    let bytes = read_open_file(file, limits::INVENTORY).map_err(|e| fail(&format!("it {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|_| fail(&"it is not UTF-8"))?;
+    Ok((text, taken_at))
+}
+
+fn run(line: &str, timeout: Duration) -> Result<String, String> {
+    let output = command::run(command::shell(line), timeout, limits::INVENTORY)
+        .map_err(|e| format!("the hosts command {e}"))?;
     if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
         return Err(format!(
             "hosts command failed ({}): {}",
             output.status,
-            stderr.lines().next().unwrap_or("").trim()
+            output.stderr_line()
         ));
     }
     String::from_utf8(output.stdout)
@@ -284,38 +365,65 @@ mod tests {
         }
     }
 
+    const MINUTE: i64 = 60_000_000_000;
+
     #[test]
     fn plain_list_semantics() {
+        let since = parse_rfc3339(LOCK).expect("time");
         let inv = Inventory::from_json(
             r#"[{"name": "backup-old", "started": "2026-11-30T11:00:00Z", "state": "running"},
                 {"name": "backup-new", "started": "2026-11-30T12:05:00Z", "state": "running"},
+                {"name": "backup-near", "started": "2026-11-30T12:00:03Z", "state": "running"},
                 {"name": "backup-done", "started": "2026-11-30T11:00:00Z", "state": "succeeded"}]"#,
             Regex::new("^backup-").expect("regex"),
+            since + 10 * MINUTE,
         );
-        let since = parse_rfc3339(LOCK).expect("time");
+        let seen = Some(since + MINUTE);
         let rows = [
-            ("backup-old", "unknown"),
-            ("backup-new", "dead"),
-            ("backup-done", "dead"),
-            ("backup-gone", "dead"),
-            ("laptop", "unknown"),
+            ("backup-old", seen, "unknown"),
+            ("backup-new", seen, "dead"),
+            ("backup-near", seen, "unknown"),
+            ("backup-done", seen, "dead"),
+            ("backup-gone", seen, "dead"),
+            // Seen after the inventory was taken, or never seen: absence
+            // proves nothing.
+            ("backup-gone", Some(since + 20 * MINUTE), "unknown"),
+            ("backup-gone", None, "unknown"),
+            ("laptop", seen, "unknown"),
         ];
-        for (host, want) in rows {
-            assert_eq!(kind(&inv.host(host, since)), want, "{host}");
+        for (host, observed, want) in rows {
+            assert_eq!(kind(&inv.host(host, since, observed)), want, "{host}");
         }
         assert!(
-            matches!(inv.host("backup-gone", since), Liveness::Dead(d) if d == "pod backup-gone no longer exists")
+            matches!(inv.host("backup-gone", since, seen), Liveness::Dead(d) if d == "pod backup-gone no longer exists")
         );
     }
 
     #[test]
+    fn an_inventory_that_sees_none_of_its_hosts_proves_no_absence() {
+        let since = parse_rfc3339(LOCK).expect("time");
+        let regex = Regex::new("^velero-").expect("regex");
+        for text in [
+            r#"{"items": []}"#,
+            "[]",
+            r#"[{"name": "web-1", "started": "2026-11-30T11:00:00Z", "state": "running"}]"#,
+        ] {
+            let inv = Inventory::from_json(text, regex.clone(), since + 10 * MINUTE);
+            assert!(inv.problem().is_some(), "{text}");
+            let answer = inv.host("velero-abc", since, Some(since));
+            assert_eq!(kind(&answer), "unknown", "{text}: {answer:?}");
+        }
+    }
+
+    #[test]
     fn a_failed_reading_answers_unknown_for_everyone() {
-        let inv = Inventory::from_json("{\"nope\": 1}", Regex::new(".*").expect("regex"));
+        let inv = Inventory::from_json("{\"nope\": 1}", Regex::new(".*").expect("regex"), 0);
         assert!(inv.problem().is_some());
-        assert_eq!(kind(&inv.host("backup-gone", 0)), "unknown");
+        assert_eq!(kind(&inv.host("backup-gone", 0, Some(0))), "unknown");
         let failing = Inventory::read(
             &InventorySource::Command("exit 3".into()),
             Regex::new(".*").expect("regex"),
+            Duration::from_secs(10),
         );
         assert!(
             failing

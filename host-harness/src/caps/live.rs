@@ -1,8 +1,9 @@
 //! The evidence a real check uses: this machine's processes, an optional host
 //! inventory, and the restic processes lockwarden itself started.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use regex::Regex;
 
@@ -12,18 +13,40 @@ use crate::contract::Liveness;
 
 /// Where a check's evidence comes from; [`EvidenceConfig::gather`] reads it
 /// anew for each check.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct EvidenceConfig {
     /// Trust pids in locks from this hostname even in a container.
     pub trust_local_pids: bool,
     /// The host inventory and the hostnames it is authoritative for.
     pub inventory: Option<(InventorySource, Regex)>,
+    /// How long the hosts command may run.
+    pub timeout: Duration,
 }
 
+impl Default for EvidenceConfig {
+    fn default() -> Self {
+        EvidenceConfig {
+            trust_local_pids: false,
+            inventory: None,
+            timeout: crate::command::DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+/// When lockwarden first saw each lock, by its own clock, keyed by the
+/// lock's (hostname, time): what the inventory compares its own time with.
+pub type Observations = HashMap<(String, i64), i64>;
+
 impl EvidenceConfig {
-    /// Gathers evidence for one check: reads the inventory now. A failed
-    /// inventory is logged and answers `unknown` for every host.
-    pub fn gather(&self, children: Option<OwnChildren>) -> Arc<dyn Evidence> {
+    /// Gathers evidence for one check, after its locks were listed: reads
+    /// the inventory now, so that it is younger than every lock in
+    /// `observed`. A failed or empty inventory is logged and answers
+    /// `unknown` for every host.
+    pub fn gather(
+        &self,
+        children: Option<OwnChildren>,
+        observed: Observations,
+    ) -> Arc<dyn Evidence> {
         let untrusted = if self.trust_local_pids {
             None
         } else {
@@ -31,13 +54,16 @@ impl EvidenceConfig {
         };
         let processes = LocalProcesses::new(LinuxProcesses::new(), hostname(), untrusted);
         let inventory = self.inventory.as_ref().map(|(source, hosts)| {
-            let inventory = Inventory::read(source, hosts.clone());
+            let inventory = Inventory::read(source, hosts.clone(), self.timeout);
             if let Some(problem) = inventory.problem() {
-                tracing::warn!("host inventory unavailable, every host is unknown: {problem}");
+                tracing::warn!(
+                    "host inventory unusable, no host counts as gone: {}",
+                    crate::text::escape(&problem)
+                );
             }
             inventory
         });
-        Arc::new(LiveEvidence::new(processes, inventory, children))
+        Arc::new(LiveEvidence::new(processes, inventory, children).observed(observed))
     }
 }
 
@@ -50,6 +76,7 @@ pub struct LiveEvidence<T> {
     processes: LocalProcesses<T>,
     inventory: Option<Inventory>,
     children: Option<OwnChildren>,
+    observed: Observations,
 }
 
 impl<T: ProcessTable> LiveEvidence<T> {
@@ -64,7 +91,14 @@ impl<T: ProcessTable> LiveEvidence<T> {
             processes,
             inventory,
             children,
+            observed: Observations::new(),
         }
+    }
+
+    /// When each lock was first seen, for the inventory's absence rule.
+    pub fn observed(mut self, observed: Observations) -> Self {
+        self.observed = observed;
+        self
     }
 }
 
@@ -89,7 +123,10 @@ impl<T: ProcessTable> Evidence for LiveEvidence<T> {
 
     fn host(&self, hostname: &str, since: i64) -> Liveness {
         match &self.inventory {
-            Some(inventory) => inventory.host(hostname, since),
+            Some(inventory) => {
+                let observed = self.observed.get(&(hostname.to_owned(), since)).copied();
+                inventory.host(hostname, since, observed)
+            }
             None => self.processes.host(hostname, since),
         }
     }

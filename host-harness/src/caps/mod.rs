@@ -9,7 +9,7 @@ mod process_linux;
 mod recorded;
 
 pub use inventory::{HostRecord, Inventory, InventorySource};
-pub use live::{EvidenceConfig, LiveEvidence, OwnChildren};
+pub use live::{EvidenceConfig, LiveEvidence, Observations, OwnChildren};
 pub use process::{LocalProcesses, Probe, ProcessTable};
 #[cfg(target_os = "linux")]
 pub use process_linux::{LinuxProcesses, hostname, pid_namespace_problem};
@@ -39,4 +39,19 @@ pub struct LogLine {
     pub level: LogLevel,
     /// What the policy said (truncated to a sane length).
     pub message: String,
+}
+
+impl LogLine {
+    /// Logs this line at its own level through `tracing`, naming the policy;
+    /// control characters in the message and the name are escaped.
+    pub fn emit(&self, policy: &str) {
+        let policy = crate::text::escape(policy);
+        let message = crate::text::escape(&self.message);
+        match self.level {
+            LogLevel::Debug => tracing::debug!(%policy, "{message}"),
+            LogLevel::Info => tracing::info!(%policy, "{message}"),
+            LogLevel::Warn => tracing::warn!(%policy, "{message}"),
+            LogLevel::Error => tracing::error!(%policy, "{message}"),
+        }
+    }
 }

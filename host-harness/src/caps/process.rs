@@ -2,9 +2,15 @@
 //! still run, and is it still the same process?
 //!
 //! Signal 0 only (never SIGHUP, which kills an unrelated process that reused
-//! the pid); EPERM means the process exists; pid <= 0 is never probed. A
-//! process that started after the lock was written has reused the pid, and a
-//! lock older than the last boot cannot have a living holder. When lockwarden
+//! the pid); EPERM means the process exists; pid <= 0 is never probed. No
+//! process with that pid means the holder is gone: no clock is involved.
+//!
+//! A process that exists but seems to have started after the lock was
+//! written has either reused the pid or the wall clock was stepped since
+//! (start times come from the boot time, which moves with every clock step,
+//! while the lock's time was written before the step). Only a process that
+//! is evidently not restic is taken as a reused pid; a restic process there
+//! is `unknown`, never `dead`. When lockwarden
 //! runs in another pid namespace than the host's (a container), pids in locks
 //! may belong to processes it cannot see, so the answer is `unknown` unless
 //! the operator says the namespace is shared.
@@ -61,6 +67,12 @@ impl<T: ProcessTable> LocalProcesses<T> {
     }
 }
 
+/// True for a process name that may be restic itself (the kernel keeps 15
+/// bytes of it: `restic`, `restic_0.16.4_l`, `/usr/bin/restic` as argv[0]).
+fn looks_like_restic(name: &str) -> bool {
+    name.to_ascii_lowercase().contains("restic")
+}
+
 impl<T: ProcessTable> Evidence for LocalProcesses<T> {
     fn local_hostname(&self) -> Option<String> {
         self.hostname.clone()
@@ -76,31 +88,39 @@ impl<T: ProcessTable> Evidence for LocalProcesses<T> {
         let Some(pid) = i32::try_from(pid).ok().filter(|p| *p > 0) else {
             return Liveness::Unknown(format!("pid {pid} cannot be checked"));
         };
-        if let Some(boot) = self.table.boot_time()
-            && boot > since.saturating_add(START_TOLERANCE)
-        {
-            return Liveness::Dead(format!(
-                "this machine booted at {}, after the lock was written",
-                format_rfc3339(boot)
-            ));
-        }
         match self.table.probe(pid) {
             Probe::Gone => Liveness::Dead(format!("no process {pid} runs on this machine")),
             Probe::Failed(why) => Liveness::Unknown(format!("cannot check process {pid}: {why}")),
             Probe::Running { started, name } => {
-                let name = name.map(|n| format!(" ({n})")).unwrap_or_default();
-                match started {
-                    Some(started) if started > since.saturating_add(START_TOLERANCE) => {
-                        Liveness::Dead(format!(
-                            "pid {pid} now belongs to a process{name} started at {}, after the lock was written (pid reused)",
-                            format_rfc3339(started)
-                        ))
+                // Without its own start time, the process started after the
+                // last boot: that bound says as much.
+                let (began, what) = match (started, self.table.boot_time()) {
+                    (Some(started), _) => (Some(started), "started"),
+                    (None, boot) => (boot, "runs since the machine booted"),
+                };
+                let shown = name
+                    .as_deref()
+                    .map(|n| format!(" ({})", crate::text::escape(n)))
+                    .unwrap_or_default();
+                match began {
+                    Some(began) if began > since.saturating_add(START_TOLERANCE) => {
+                        let when = format_rfc3339(began);
+                        if name.as_deref().is_some_and(|n| !looks_like_restic(n)) {
+                            Liveness::Dead(format!(
+                                "pid {pid} now belongs to a process{shown} that {what} at {when}, after the lock was written (pid reused)"
+                            ))
+                        } else {
+                            Liveness::Unknown(format!(
+                                "pid {pid} is a process{shown} that {what} at {when}, after the lock's time: \
+                                 either a new restic reused the pid or the clock was stepped since; not proof either way"
+                            ))
+                        }
                     }
                     Some(_) => Liveness::Alive(format!(
-                        "process {pid}{name} runs and started before the lock was written"
+                        "process {pid}{shown} runs and started before the lock was written"
                     )),
                     None => {
-                        Liveness::Alive(format!("process {pid}{name} runs (start time unknown)"))
+                        Liveness::Alive(format!("process {pid}{shown} runs (start time unknown)"))
                     }
                 }
             }
@@ -131,9 +151,13 @@ mod tests {
     }
 
     fn running(started: i64) -> Probe {
+        named("restic", started)
+    }
+
+    fn named(name: &str, started: i64) -> Probe {
         Probe::Running {
             started: Some(started),
-            name: Some("restic".into()),
+            name: Some(name.into()),
         }
     }
 
@@ -146,12 +170,22 @@ mod tests {
     fn process_table() {
         let boot = Some(LOCK - 3600 * S);
         #[rustfmt::skip]
-        let rows: [(Table, Option<&str>, &str, i64, &str); 9] = [
+        let rows: [(Table, Option<&str>, &str, i64, &str); 13] = [
             (Table(Probe::Gone, boot),                 None,                 "vm",    42, "dead"),
             (Table(running(LOCK - 10 * S), boot),      None,                 "vm",    42, "alive"),
             (Table(running(LOCK + S), boot),           None,                 "vm",    42, "alive"),
-            (Table(running(LOCK + 60 * S), boot),      None,                 "vm",    42, "dead"),
-            (Table(running(LOCK - 10 * S), Some(LOCK + 60 * S)), None,       "vm",    42, "dead"),
+            // A restic that seems younger than its lock: the clock may have
+            // been stepped forward (boot time moves with it), or another
+            // restic took the pid. Either way, not proof.
+            (Table(running(LOCK + 60 * S), boot),      None,                 "vm",    42, "unknown"),
+            (Table(running(LOCK + 60 * S), Some(LOCK + 30 * S)), None,       "vm",    42, "unknown"),
+            (Table(named("restic_0.16.4_l", LOCK + 9 * S), boot), None,      "vm",    42, "unknown"),
+            // Any other program there reused the pid.
+            (Table(named("sleep", LOCK + 60 * S), boot), None,               "vm",    42, "dead"),
+            // The boot time after the lock (e.g. a clock step at boot) with
+            // the process still running says nothing about the holder.
+            (Table(running(LOCK - 10 * S), Some(LOCK + 60 * S)), None,       "vm",    42, "alive"),
+            (Table(Probe::Running { started: None, name: None }, Some(LOCK + 60 * S)), None, "vm", 42, "unknown"),
             (Table(Probe::Gone, boot),                 Some("in a container"), "vm",  42, "unknown"),
             (Table(Probe::Gone, boot),                 None,                 "other", 42, "unknown"),
             (Table(Probe::Gone, boot),                 None,                 "vm",    0,  "unknown"),
@@ -169,10 +203,15 @@ mod tests {
 
     #[test]
     fn details_say_why() {
-        let reused = ask(Table(running(LOCK + 60 * S), None), None, "vm", 42);
+        let reused = ask(Table(named("bash", LOCK + 60 * S), None), None, "vm", 42);
         assert!(
-            matches!(&reused, Liveness::Dead(d) if d.contains("pid reused") && d.contains("(restic)")),
+            matches!(&reused, Liveness::Dead(d) if d.contains("pid reused") && d.contains("(bash)")),
             "{reused:?}"
+        );
+        let stepped = ask(Table(running(LOCK + 60 * S), None), None, "vm", 42);
+        assert!(
+            matches!(&stepped, Liveness::Unknown(d) if d.contains("clock was stepped")),
+            "{stepped:?}"
         );
         let container = ask(
             Table(Probe::Gone, None),

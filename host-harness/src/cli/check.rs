@@ -26,7 +26,11 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         );
     } else {
         outln!("{}", judge.report_text(&assessment).trim_end());
-        outln!("{}", Judge::summary(&assessment, "would be removed"));
+        let stale = assessment.stale().count();
+        outln!(
+            "{}",
+            Judge::summary(&assessment, "would be removed", stale, 0)
+        );
     }
     Ok(if assessment.stale().next().is_some() {
         ExitCode::from(code::STALE)

@@ -38,7 +38,7 @@ impl EvidenceArgs {
     /// The evidence configuration these options describe; a wrong
     /// combination or a bad regex is a usage error. The regex is compiled
     /// once, here.
-    pub fn config(&self) -> anyhow::Result<EvidenceConfig> {
+    pub fn config(&self, timeout: std::time::Duration) -> anyhow::Result<EvidenceConfig> {
         let source = match (&self.hosts_file, &self.hosts_command) {
             (Some(file), _) => Some(InventorySource::File(file.clone())),
             (None, Some(command)) => Some(InventorySource::Command(command.clone())),
@@ -49,7 +49,8 @@ impl EvidenceArgs {
             (Some(_), None) => {
                 return Err(UsageError(
                     "--hosts-file/--hosts-command need --inventory-hosts REGEX: the hostnames the \
-                     inventory is authoritative for (a host it does not list is taken as gone)"
+                     inventory is authoritative for (see the README on when a host it does not \
+                     list is taken as gone)"
                         .into(),
                 )
                 .into());
@@ -69,6 +70,7 @@ impl EvidenceArgs {
         Ok(EvidenceConfig {
             trust_local_pids: self.trust_local_pids,
             inventory,
+            timeout,
         })
     }
 

@@ -8,7 +8,8 @@ use lockwarden::contract::{Lock, Verdict};
 use lockwarden::first_seen::FirstSeenStore;
 use lockwarden::plugin::{Policy, Runtime};
 use lockwarden::repo::Repository;
-use lockwarden::time::{format_rfc3339, now};
+use lockwarden::text::escape;
+use lockwarden::time::format_rfc3339;
 use lockwarden::warden::{Assessment, Judgement, assess};
 use serde_json::{Value, json};
 
@@ -54,11 +55,11 @@ impl JudgeArgs {
     /// Loads the policy, then opens the repository (so that a broken policy
     /// fails before the slow key derivation).
     pub fn open(&self) -> anyhow::Result<Judge> {
-        let evidence = self.evidence.config()?;
+        let evidence = self.evidence.config(self.repo.timeout)?;
         let location = self.repo.location()?;
         let password = self.repo.password()?;
         let (runtime, policy) = self.policy.load()?;
-        let repo = Repository::open(location, &password)?;
+        let repo = Repository::open(location, &password, self.repo.timeout)?;
         Ok(Judge {
             repo,
             runtime,
@@ -84,11 +85,12 @@ impl Judge {
         let judgement = Judgement {
             runtime: &self.runtime,
             policy: &self.policy,
-            evidence: self.evidence.gather(self.children.clone()),
+            evidence: &self.evidence,
+            children: self.children.clone(),
             settings: &self.settings,
             first_seen: self.first_seen.as_ref(),
         };
-        let assessment = assess(&self.repo, judgement, now()).map_err(|e| match e {
+        let assessment = assess(&self.repo, judgement).map_err(|e| match e {
             lockwarden::warden::AssessError::Plugin(p) if p.is_usage() => {
                 anyhow::Error::from(UsageError(p.to_string()))
             }
@@ -157,12 +159,12 @@ impl Judge {
         let info = self.policy.info();
         let mut out = format!(
             "repository {} at {} ({}, version {}); policy {} {}\n",
-            short(&repo.id),
-            repo.location,
+            escape(short(&repo.id)),
+            escape(&repo.location),
             repo.backend,
             repo.version,
-            info.name,
-            info.version
+            escape(&info.name),
+            escape(&info.version)
         );
         if a.locks.is_empty() && a.unreadable.is_empty() {
             out += "no locks\n";
@@ -181,19 +183,25 @@ impl Judge {
                 "unreadable {} ({} bytes): {}: {} ({})\n",
                 short(&u.id),
                 u.size,
-                u.problem,
+                escape(&u.problem),
                 v.action.name(),
-                v.rule
+                escape(&v.rule)
             );
         }
         out
     }
 
-    /// The one-line summary.
-    pub fn summary(a: &Assessment, verb: &str) -> String {
+    /// The one-line summary: `acted` locks removed (or that would be),
+    /// `failed` that could not be.
+    pub fn summary(a: &Assessment, verb: &str, acted: usize, failed: usize) -> String {
         let remove = a.stale().count();
+        let failed = if failed > 0 {
+            format!(", {failed} could not be removed")
+        } else {
+            String::new()
+        };
         format!(
-            "{} {}, {} unreadable: {remove} {verb}, {} kept",
+            "{} {}, {} unreadable: {acted} {verb}{failed}, {} kept",
             a.locks.len(),
             plural(a.locks.len(), "lock", "locks"),
             a.unreadable.len(),
@@ -211,14 +219,19 @@ fn add_verdict(doc: &mut Value, v: &Verdict) {
 fn lock_row(now: i64, l: &Lock, v: &Verdict) -> [String; 8] {
     [
         short(&l.id).to_owned(),
-        format!("{}@{}", l.username, l.hostname),
+        holder(l),
         l.pid.to_string(),
         age(now.saturating_sub(l.time)),
         if l.exclusive { "exclusive" } else { "shared" }.to_owned(),
         v.action.name().to_owned(),
-        v.rule.clone(),
-        v.reason.clone(),
+        escape(&v.rule).into_owned(),
+        escape(&v.reason).into_owned(),
     ]
+}
+
+/// `user@host` of a lock, safe to print.
+pub fn holder(l: &Lock) -> String {
+    format!("{}@{}", escape(&l.username), escape(&l.hostname))
 }
 
 /// Left-aligned columns; the last column is not padded.
@@ -260,10 +273,7 @@ pub fn age(nanos: i64) -> String {
         .duration_to_string(&seconds)
 }
 
-/// The first 8 characters of an id, as restic shows them.
-pub fn short(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
-}
+pub use lockwarden::repo::lockfile::short;
 
 fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
     if n == 1 { one } else { many }

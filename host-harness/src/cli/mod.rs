@@ -27,8 +27,9 @@ use lockwarden::oci::Registry;
 use lockwarden::plugin::{
     ArtifactCache, Limits, LoadError, PluginError, Policy, PolicySource, Runtime,
 };
-use lockwarden::repo::RepoError;
+use lockwarden::repo::{PasswordError, RepoError};
 use lockwarden::warden::AssessError;
+use lockwarden::watch::WatchError;
 
 /// Exit codes, documented in the README.
 pub mod code {
@@ -165,12 +166,9 @@ impl PolicyArgs {
     }
 }
 
-/// Parses `90s`, `30m`, `2h`, `1h30m`, `500ms`.
+/// Parses a duration as Go (and restic) do: `90s`, `30m`, `1.5h`, `1h30m`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let signed: jiff::SignedDuration = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration; use e.g. 500ms, 90s, 30m or 1h30m"))?;
-    Duration::try_from(signed).map_err(|_| format!("`{text}` must not be negative"))
+    lockwarden::time::parse_duration(text)
 }
 
 /// Runs the parsed command.
@@ -207,6 +205,10 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
                 Some(AssessError::Repo(r)) => Some(r),
                 _ => None,
             });
+        let plugin = plugin.or_else(|| match cause.downcast_ref() {
+            Some(WatchError::Settings { error, .. }) => Some(error),
+            _ => None,
+        });
         if let Some(plugin) = plugin {
             return if plugin.is_usage() {
                 code::USAGE
@@ -220,7 +222,9 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
             Some(_) => return code::ERROR,
             None => {}
         }
-        if cause.downcast_ref::<UsageError>().is_some() {
+        if cause.downcast_ref::<UsageError>().is_some()
+            || matches!(cause.downcast_ref(), Some(PasswordError::Empty))
+        {
             return code::USAGE;
         }
     }
@@ -247,6 +251,7 @@ mod tests {
         assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("-5s").is_err());
     }

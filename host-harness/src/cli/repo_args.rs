@@ -1,11 +1,13 @@
 //! Repository and password options, taken the way restic takes them.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
-use lockwarden::repo::Password;
+use lockwarden::files::read_regular_file;
+use lockwarden::limits;
 use lockwarden::repo::location::Location;
+use lockwarden::repo::{Password, PasswordSource};
 
 use super::UsageError;
 
@@ -36,6 +38,10 @@ pub struct RepoArgs {
         hide_env_values = true
     )]
     password_command: Option<String>,
+    /// How long any one external command (password or hosts command, restic
+    /// for backends read through it) or network request may take.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::parse_duration)]
+    pub timeout: Duration,
 }
 
 fn set<T: AsRef<std::ffi::OsStr>>(value: &Option<T>) -> Option<&T> {
@@ -60,10 +66,20 @@ impl RepoArgs {
                 .into());
             }
             (Some(repo), None) => repo.clone(),
-            (None, Some(file)) => std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read repository file {}", file.display()))?
-                .trim()
-                .to_owned(),
+            (None, Some(file)) => {
+                let bytes = read_regular_file(file, limits::REPOSITORY_FILE).map_err(|e| {
+                    anyhow::anyhow!("cannot read repository file {}: it {e}", file.display())
+                })?;
+                String::from_utf8(bytes)
+                    .map_err(|_| {
+                        UsageError(format!(
+                            "repository file {} is not UTF-8 text",
+                            file.display()
+                        ))
+                    })?
+                    .trim()
+                    .to_owned()
+            }
             (None, None) => {
                 return Err(UsageError(
                     "no repository given: use -r/--repo, --repository-file, RESTIC_REPOSITORY or \
@@ -79,22 +95,28 @@ impl RepoArgs {
     /// The password, in restic's order: the command, else the file, else
     /// RESTIC_PASSWORD. lockwarden never prompts.
     pub fn password(&self) -> anyhow::Result<Password> {
-        match (set(&self.password_command), set(&self.password_file)) {
-            (Some(_), Some(_)) => Err(UsageError(
-                "--password-command and --password-file are mutually exclusive; give one".into(),
-            )
-            .into()),
-            (Some(command), None) => Password::from_command(command).map_err(anyhow::Error::msg),
-            (None, Some(file)) => Password::from_file(file).map_err(anyhow::Error::msg),
-            (None, None) => match std::env::var_os("RESTIC_PASSWORD").filter(|v| !v.is_empty()) {
-                Some(p) => Ok(Password::new(p.into_encoded_bytes())),
-                None => Err(UsageError(
-                    "no password given: use -p/--password-file, --password-command, \
-                     RESTIC_PASSWORD, RESTIC_PASSWORD_FILE or RESTIC_PASSWORD_COMMAND"
+        let source = match (set(&self.password_command), set(&self.password_file)) {
+            (Some(_), Some(_)) => {
+                return Err(UsageError(
+                    "--password-command and --password-file are mutually exclusive; give one"
                         .into(),
                 )
-                .into()),
+                .into());
+            }
+            (Some(command), None) => PasswordSource::Command(command.clone()),
+            (None, Some(file)) => PasswordSource::File(file.clone()),
+            (None, None) => match std::env::var_os("RESTIC_PASSWORD").filter(|v| !v.is_empty()) {
+                Some(p) => PasswordSource::Value(Password::new(p.into_encoded_bytes())),
+                None => {
+                    return Err(UsageError(
+                        "no password given: use -p/--password-file, --password-command, \
+                         RESTIC_PASSWORD, RESTIC_PASSWORD_FILE or RESTIC_PASSWORD_COMMAND"
+                            .into(),
+                    )
+                    .into());
+                }
             },
-        }
+        };
+        Ok(source.resolve(self.timeout)?)
     }
 }

@@ -3,7 +3,7 @@
 //! what is stale and retry with backoff until the deadline.
 
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitCode, Stdio};
@@ -20,10 +20,14 @@ use rustix::process::{Pid, Signal, kill_process};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use lockwarden::text::escape;
+
 use super::judge::{Judge, JudgeArgs, short};
 
 /// restic's message when a lock blocks it (0.9 to 0.19).
 const LOCKED: &str = "repository is already locked";
+/// restic's exit code when a lock blocks it (0.17 and later).
+const LOCKED_EXIT: u8 = 11;
 /// restic's `--retry-lock` backoff: 5 s doubling to 60 s.
 const FIRST_BACKOFF: Duration = Duration::from_secs(5);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
@@ -97,8 +101,8 @@ fn clean(judge: &Judge) {
             Ok(Removal::Removed | Removal::AlreadyGone) => tracing::info!(
                 "removed stale lock {} ({}): {}",
                 short(&result.id),
-                result.verdict.rule,
-                result.verdict.reason
+                escape(&result.verdict.rule),
+                escape(&result.verdict.reason)
             ),
             Err(e) => tracing::warn!("could not remove lock {}: {e}", short(&result.id)),
         }
@@ -125,29 +129,41 @@ fn run_once(
         set.insert(i64::from(pid));
     }
     let stderr = child.stderr.take().context("restic's stderr")?;
-    let watcher = std::thread::spawn(move || {
-        let mut locked = false;
-        let mut out = std::io::stderr();
-        for line in BufReader::new(stderr).split(b'\n') {
-            let Ok(mut line) = line else { break };
-            locked |= line.windows(LOCKED.len()).any(|w| w == LOCKED.as_bytes());
-            line.push(b'\n');
-            let _ = out.write_all(&line);
-        }
-        locked
-    });
+    let watcher = std::thread::spawn(move || pass_through(stderr, std::io::stderr()));
     let status = child.wait().context("waiting for restic")?;
     child_pid.store(0, Ordering::SeqCst);
     if let Ok(mut set) = children.lock() {
         set.remove(&i64::from(pid));
     }
-    let locked = watcher.join().unwrap_or(false);
+    let said_locked = watcher.join().unwrap_or(false);
     let code = match (status.code(), status.signal()) {
         (Some(code), _) => u8::try_from(code).unwrap_or(1),
         (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
         (None, None) => 1,
     };
-    Ok((code, locked))
+    Ok((code, said_locked || code == LOCKED_EXIT))
+}
+
+/// Copies `from` to `to` byte for byte as it comes, and says whether restic's
+/// "locked" message passed by. Only the last few bytes are kept between
+/// reads, so no amount of output (with or without newlines) piles up.
+fn pass_through(mut from: impl Read, mut to: impl Write) -> bool {
+    let needle = LOCKED.as_bytes();
+    let mut locked = false;
+    let mut window: Vec<u8> = Vec::with_capacity(8192 + needle.len());
+    let mut buffer = [0u8; 8192];
+    loop {
+        let n = match from.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let _ = to.write_all(&buffer[..n]);
+        window.extend_from_slice(&buffer[..n]);
+        locked |= window.windows(needle.len()).any(|w| w == needle);
+        let keep = window.len().min(needle.len() - 1);
+        window.drain(..window.len() - keep);
+    }
+    locked
 }
 
 /// Forwards SIGINT and SIGTERM to the running restic. Returns a flag that is
@@ -170,4 +186,32 @@ fn forward_signals(child_pid: Arc<AtomicI32>) -> anyhow::Result<Arc<AtomicBool>>
         }
     });
     Ok(interrupted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spots_the_message_across_reads_and_keeps_nothing_else() {
+        struct Chunks(Vec<&'static [u8]>);
+        impl Read for Chunks {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.0.is_empty() {
+                    return Ok(0);
+                }
+                let chunk = self.0.remove(0);
+                buf[..chunk.len()].copy_from_slice(chunk);
+                Ok(chunk.len())
+            }
+        }
+        let mut out = Vec::new();
+        let split = Chunks(vec![b"Fatal: repository is al", b"ready locked by PID 1\n"]);
+        assert!(pass_through(split, &mut out));
+        assert_eq!(out, b"Fatal: repository is already locked by PID 1\n");
+        assert!(!pass_through(Chunks(vec![b"all good\n"]), std::io::sink()));
+        // 64 MiB without a newline streams through in constant memory.
+        let endless = std::io::repeat(b'x').take(64 << 20);
+        assert!(!pass_through(endless, std::io::sink()));
+    }
 }

@@ -10,7 +10,9 @@ use lockwarden::repo::backend::Removal;
 use lockwarden::warden::{RemovalResult, remove_stale};
 use serde_json::json;
 
-use super::judge::{Judge, JudgeArgs, short};
+use lockwarden::text::escape;
+
+use super::judge::{Judge, JudgeArgs, holder, short};
 
 #[derive(Debug, Args)]
 pub struct UnlockArgs {
@@ -65,17 +67,17 @@ pub fn run(args: &UnlockArgs) -> anyhow::Result<ExitCode> {
     } else {
         let outcomes: HashMap<&str, &RemovalResult> =
             results.iter().map(|r| (r.id.as_str(), r)).collect();
-        let locks = assessment.locks.iter().map(|(l, v)| {
+        let locks = assessment
+            .locks
+            .iter()
+            .map(|(l, v)| (l.id.as_str(), format!("{}, pid {}", holder(l), l.pid), v));
+        let files = assessment.unreadable.iter().map(|(u, v)| {
             (
-                l.id.as_str(),
-                format!("{}@{}, pid {}", l.username, l.hostname, l.pid),
+                u.id.as_str(),
+                format!("unreadable: {}", escape(&u.problem)),
                 v,
             )
         });
-        let files = assessment
-            .unreadable
-            .iter()
-            .map(|(u, v)| (u.id.as_str(), format!("unreadable: {}", u.problem), v));
         for (id, holder, v) in locks.chain(files) {
             let word = match (v.action, outcomes.get(id).map(|r| &r.result)) {
                 (Action::Keep, _) => "kept",
@@ -87,14 +89,19 @@ pub fn run(args: &UnlockArgs) -> anyhow::Result<ExitCode> {
                     continue;
                 }
             };
-            outln!("{word} {} ({holder}, {}): {}", short(id), v.rule, v.reason);
+            outln!(
+                "{word} {} ({holder}, {}): {}",
+                short(id),
+                escape(&v.rule),
+                escape(&v.reason)
+            );
         }
-        let verb = if args.dry_run {
-            "would be removed"
+        let (verb, acted) = if args.dry_run {
+            ("would be removed", stale)
         } else {
-            "removed"
+            ("removed", results.len() - failed)
         };
-        outln!("{}", Judge::summary(&assessment, verb));
+        outln!("{}", Judge::summary(&assessment, verb, acted, failed));
     }
     if failed > 0 {
         anyhow::bail!(

@@ -16,6 +16,9 @@ use signal_hook::iterator::Signals;
 use super::evidence_args::EvidenceArgs;
 use super::{PolicyArgs, UsageError};
 
+/// How long `watch` waits for its checks to finish after SIGTERM.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 #[derive(Debug, Args)]
 pub struct WatchArgs {
     /// The configuration file (TOML), e.g. examples/watch.toml.
@@ -32,7 +35,7 @@ pub struct WatchArgs {
 }
 
 pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
-    let evidence = args.evidence.config()?;
+    let evidence = args.evidence.config(lockwarden::command::DEFAULT_TIMEOUT)?;
     let mut config = WatchConfig::load(&args.config).map_err(UsageError)?;
     // --policy is the policy of every repository that names none.
     for repo in &mut config.repositories {
@@ -68,8 +71,15 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
     handle.close();
     stop.stop();
-    for thread in threads {
-        let _ = thread.join();
+    // A repository stuck in a read or a command must not hold up the exit:
+    // wait a moment for the threads, then leave (every removal is one
+    // atomic delete, so stopping mid-check leaves nothing half done).
+    let deadline = std::time::Instant::now() + SHUTDOWN_GRACE;
+    while threads.iter().any(|t| !t.is_finished()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if threads.iter().any(|t| !t.is_finished()) {
+        tracing::warn!("a repository check is still running; stopping without waiting for it");
     }
     Ok(ExitCode::SUCCESS)
 }

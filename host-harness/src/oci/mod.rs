@@ -371,6 +371,13 @@ fn wasm_layer(reference: &OciReference, manifest: &[u8]) -> Result<OciDescriptor
         )));
     }
     match manifest.layers.as_slice() {
+        [layer] if u64::try_from(layer.size).map_or(true, |size| size > crate::limits::POLICY) => {
+            Err(not_wasm(format!(
+                "its layer is {} bytes, more than the {} bytes a policy may be",
+                layer.size,
+                crate::limits::POLICY
+            )))
+        }
         [layer] if layer.media_type == WASM_LAYER_MEDIA_TYPE => Ok(layer.clone()),
         [layer] => Err(not_wasm(format!(
             "its layer has media type {}, not {WASM_LAYER_MEDIA_TYPE}",

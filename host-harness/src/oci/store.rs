@@ -29,7 +29,8 @@ impl BlobStore {
 
     /// The blob with this digest, if stored and intact.
     pub(crate) fn get(&self, digest: &str) -> Option<Vec<u8>> {
-        let bytes = std::fs::read(self.path(digest)).ok()?;
+        let bytes =
+            crate::files::read_regular_file(&self.path(digest), crate::limits::POLICY).ok()?;
         (sha256_digest(&bytes) == digest).then_some(bytes)
     }
 

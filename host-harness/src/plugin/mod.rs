@@ -181,6 +181,30 @@ impl Runtime {
         })
     }
 
+    /// Runs `policy` once on no locks with `settings`, so that a setting it
+    /// refuses is found at start-up rather than at every check.
+    pub fn check_settings(
+        &self,
+        policy: &Policy,
+        repository: &str,
+        settings: &[(String, String)],
+    ) -> Result<(), PluginError> {
+        let request = EvaluateRequest {
+            repository: crate::contract::Repository {
+                id: String::new(),
+                location: repository.to_owned(),
+                backend: String::new(),
+                version: 2,
+            },
+            locks: Vec::new(),
+            unreadable: Vec::new(),
+            settings: settings.to_vec(),
+        };
+        let evidence = Arc::new(crate::caps::Recorded::new(None));
+        self.evaluate(policy, crate::time::now(), evidence, &request)
+            .map(|_| ())
+    }
+
     fn store(&self, now: i64, evidence: Arc<dyn Evidence>) -> Store<HostState> {
         let mut store = Store::new(
             &self.engine,

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use super::{PluginError, Policy, Runtime};
+use crate::files::{ReadError, read_regular_file};
+use crate::limits;
 use crate::oci::{OciError, OciReference, Registry, SCHEME};
 
 /// A policy's origin, as `--policy` and the watch configuration name it:
@@ -57,12 +59,12 @@ impl fmt::Display for PolicySource {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The file cannot be read.
-    #[error("cannot read policy {path}: {cause}; check the path")]
+    #[error("cannot read policy {path}: it {cause}")]
     Read {
         /// The file.
         path: String,
         /// Why.
-        cause: std::io::Error,
+        cause: ReadError,
     },
     /// The registry failed, or served something that is not a policy.
     #[error(transparent)]
@@ -84,10 +86,11 @@ impl Runtime {
         match source {
             PolicySource::Builtin => Ok(self.load_default()?),
             PolicySource::File(path) => {
-                let bytes = std::fs::read(path).map_err(|cause| LoadError::Read {
-                    path: path.display().to_string(),
-                    cause,
-                })?;
+                let bytes =
+                    read_regular_file(path, limits::POLICY).map_err(|cause| LoadError::Read {
+                        path: path.display().to_string(),
+                        cause,
+                    })?;
                 Ok(self.load(&path.display().to_string(), &bytes)?)
             }
             PolicySource::Oci(reference) => {

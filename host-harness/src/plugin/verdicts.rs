@@ -1,9 +1,10 @@
 //! Checking a policy's answer before anything acts on it: exactly one verdict
-//! per input id, and no other ids.
+//! per input id, no other ids, and nothing the host never does whatever a
+//! policy says (under contract 0.1.0: removing an unreadable file).
 
 use std::collections::HashMap;
 
-use crate::contract::{EvaluateRequest, Verdict};
+use crate::contract::{Action, EvaluateRequest, Verdict};
 
 /// Checks that `verdicts` has exactly one entry for each lock and unreadable
 /// file in `request` and nothing else, and returns them in input order.
@@ -14,16 +15,28 @@ pub fn validate(request: &EvaluateRequest, verdicts: Vec<Verdict>) -> Result<Vec
         .map(|l| l.id.as_str())
         .chain(request.unreadable.iter().map(|u| u.id.as_str()));
     let mut slots: HashMap<&str, Option<Verdict>> = ids.map(|id| (id, None)).collect();
+    let unreadable: std::collections::HashSet<&str> =
+        request.unreadable.iter().map(|u| u.id.as_str()).collect();
     for verdict in verdicts {
+        if verdict.action == Action::Remove && unreadable.contains(verdict.id.as_str()) {
+            return Err(format!(
+                "`remove` for `{}`, an unreadable file: the host never removes a file it could \
+                 not read as a lock, whatever a policy says",
+                crate::text::escape(&verdict.id)
+            ));
+        }
         match slots.get_mut(verdict.id.as_str()) {
             None => {
                 return Err(format!(
                     "a verdict for `{}`, which was not in its input",
-                    verdict.id
+                    crate::text::escape(&verdict.id)
                 ));
             }
             Some(Some(_)) => {
-                return Err(format!("two verdicts for `{}`", verdict.id));
+                return Err(format!(
+                    "two verdicts for `{}`",
+                    crate::text::escape(&verdict.id)
+                ));
             }
             Some(slot) => *slot = Some(verdict),
         }
@@ -73,7 +86,7 @@ pub fn check_unique_ids(request: &EvaluateRequest) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Action, Repository, UnreadableLock, test_lock};
+    use crate::contract::{Repository, UnreadableLock, test_lock};
 
     fn request(ids: &[&str], unreadable: &[&str]) -> EvaluateRequest {
         EvaluateRequest {
@@ -136,6 +149,22 @@ mod tests {
         for (verdicts, want) in cases {
             assert_eq!(validate(&req, verdicts).err(), Some(want.to_string()));
         }
+    }
+
+    #[test]
+    fn removing_an_unreadable_file_is_refused() {
+        let req = request(&["a"], &["c"]);
+        let remove = Verdict {
+            action: Action::Remove,
+            ..keep("c")
+        };
+        let err = validate(&req, vec![keep("a"), remove]).expect_err("refused");
+        assert!(err.contains("unreadable"), "{err}");
+        let remove_lock = Verdict {
+            action: Action::Remove,
+            ..keep("a")
+        };
+        assert!(validate(&req, vec![remove_lock, keep("c")]).is_ok());
     }
 
     #[test]

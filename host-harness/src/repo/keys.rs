@@ -6,13 +6,14 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::Deserialize;
 
 use super::crypto::Key;
+use crate::limits;
 
 /// restic tries at most this many key files.
 pub const MAX_KEYS: usize = 20;
 
 /// A key file as restic writes it. Unknown fields are ignored.
 #[derive(Debug, Deserialize)]
-struct KeyFile {
+pub struct KeyFile {
     kdf: String,
     #[serde(rename = "N")]
     n: u64,
@@ -47,7 +48,8 @@ pub enum KeyError {
 }
 
 /// scrypt's cost: N must be a power of two; N, r and p within what restic
-/// could have written (and what this machine can afford: 128 * r * N bytes).
+/// could have written and what this machine can afford: 128·r·N bytes of
+/// memory, and N·r·p within [`limits::SCRYPT_WORK_PER_KEY`].
 fn scrypt_params(file: &KeyFile) -> Result<scrypt::Params, KeyError> {
     if file.kdf != "scrypt" {
         return Err(KeyError::Invalid(format!("unsupported kdf `{}`", file.kdf)));
@@ -60,10 +62,14 @@ fn scrypt_params(file: &KeyFile) -> Result<scrypt::Params, KeyError> {
     }
     let log_n = u8::try_from(file.n.trailing_zeros()).unwrap_or(u8::MAX);
     let memory = 128u64 * u64::from(file.r) * file.n;
-    if log_n > 24 || memory > 1 << 30 || file.p > 64 {
+    if log_n > 24 || memory > 1 << 30 || file.p > 64 || file.work() > limits::SCRYPT_WORK_PER_KEY {
         return Err(KeyError::Invalid(format!(
-            "scrypt parameters N={} r={} p={} are beyond any restic calibration",
-            file.n, file.r, file.p
+            "scrypt parameters N={} r={} p={} ask for more work than any restic calibration \
+             (N·r·p at most {}); not tried",
+            file.n,
+            file.r,
+            file.p,
+            limits::SCRYPT_WORK_PER_KEY
         )));
     }
     scrypt::Params::new(log_n, file.r, file.p, 64)
@@ -79,11 +85,33 @@ fn base64_bytes<const N: usize>(field: &str, text: &str) -> Result<[u8; N], KeyE
     })
 }
 
+impl KeyFile {
+    /// Parses a key file; deriving nothing yet.
+    pub fn parse(bytes: &[u8]) -> Result<KeyFile, KeyError> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| KeyError::Invalid(format!("not a restic key file: {e}")))
+    }
+
+    /// The scrypt work this key asks for, as N·r·p.
+    pub fn work(&self) -> u64 {
+        self.n
+            .saturating_mul(u64::from(self.r))
+            .saturating_mul(u64::from(self.p))
+    }
+
+    /// Derives the user key from `password` and opens the master key.
+    pub fn open(&self, password: &[u8]) -> Result<Key, KeyError> {
+        open_parsed(self, password)
+    }
+}
+
 /// Opens one key file with `password`, returning the repository's master key.
 pub fn open(key_file: &[u8], password: &[u8]) -> Result<Key, KeyError> {
-    let file: KeyFile = serde_json::from_slice(key_file)
-        .map_err(|e| KeyError::Invalid(format!("not a restic key file: {e}")))?;
-    let params = scrypt_params(&file)?;
+    KeyFile::parse(key_file)?.open(password)
+}
+
+fn open_parsed(file: &KeyFile, password: &[u8]) -> Result<Key, KeyError> {
+    let params = scrypt_params(file)?;
     let salt = BASE64
         .decode(&file.salt)
         .map_err(|e| KeyError::Invalid(format!("field `salt` is not base64: {e}")))?;
@@ -102,4 +130,19 @@ pub fn open(key_file: &[u8], password: &[u8]) -> Result<Key, KeyError> {
         base64_bytes("mac.k", &master.mac.k)?,
         base64_bytes("mac.r", &master.mac.r)?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costly_parameters_are_refused_before_any_work() {
+        let file = br#"{"kdf":"scrypt","N":1048576,"r":8,"p":64,"salt":"AA==","data":"AA=="}"#;
+        let started = std::time::Instant::now();
+        let err = open(file, b"pw").expect_err("too costly");
+        assert!(err.to_string().contains("more work"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(KeyFile::parse(file).expect("parses").work(), 1 << 29);
+    }
 }

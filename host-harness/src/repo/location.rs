@@ -93,6 +93,13 @@ fn parse_rest(url: &str) -> Result<Location, String> {
             )
         })?;
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if !authority.contains('@') && path.contains('@') {
+        return Err(
+            "the rest: URL has an `@` after its first `/`; if the password holds a `/`, \
+             write it as %2F"
+                .into(),
+        );
+    }
     let (credentials, host) = match authority.rsplit_once('@') {
         Some((userinfo, host)) => {
             let (user, pass) = userinfo.split_once(':').unwrap_or((userinfo, ""));
@@ -113,12 +120,13 @@ fn parse_rest(url: &str) -> Result<Location, String> {
 }
 
 /// Replaces the password in `scheme://user:pass@host` forms with `***`.
-fn redact_userinfo(text: &str) -> String {
+/// Everything up to the last `@` counts as user information, so a password
+/// holding a `/` is hidden too (a path holding an `@` is hidden with it).
+pub(crate) fn redact_userinfo(text: &str) -> String {
     let Some(start) = text.find("://").map(|i| i + 3) else {
         return text.to_owned();
     };
-    let authority_end = text[start..].find('/').map_or(text.len(), |i| start + i);
-    match text[start..authority_end].rfind('@') {
+    match text[start..].rfind('@') {
         Some(at) => {
             let userinfo = &text[start..start + at];
             let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
@@ -194,5 +202,12 @@ mod tests {
             redact_userinfo("s3:https://k:s@h/b"),
             "s3:https://k:***@h/b"
         );
+        assert_eq!(
+            redact_userinfo("s3:https://k:se/cret@h/b"),
+            "s3:https://k:***@h/b"
+        );
+        let slash = Location::parse("rest:http://user:pa/ss-MARKER@127.0.0.1:1/repo")
+            .expect_err("an @ in the path");
+        assert!(!slash.contains("MARKER"), "{slash}");
     }
 }

@@ -2,38 +2,69 @@
 //! the SHA-256 of the stored bytes.
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use sha2::{Digest, Sha256};
 
 use super::crypto::Key;
 use crate::contract::Lock;
+use crate::limits;
 use crate::time::parse_rfc3339;
 
 /// The largest decompressed lock we accept; real ones are about 150 bytes.
 const MAX_LOCK_JSON: usize = 64 * 1024;
 
-/// A lock file's JSON. `uid`/`gid` are omitted by restic when 0; unknown
-/// fields are ignored.
+/// A lock file's JSON. restic always writes `time`, `exclusive`, `hostname`,
+/// `username` and `pid`, so each is required: no other restic file (a
+/// snapshot has `time` and `hostname` too) passes for a lock. `uid`/`gid` are
+/// omitted by restic when 0; other unknown fields are ignored, except those
+/// that mark another kind of restic file.
 #[derive(Debug, Deserialize)]
 struct LockJson {
     time: String,
-    #[serde(default)]
     exclusive: bool,
-    #[serde(default)]
     hostname: String,
-    #[serde(default)]
     username: String,
-    #[serde(default)]
     pid: i64,
     #[serde(default)]
     uid: u32,
     #[serde(default)]
     gid: u32,
+    #[serde(default)]
+    tree: Option<IgnoredAny>,
+    #[serde(default)]
+    paths: Option<IgnoredAny>,
+    #[serde(default)]
+    packs: Option<IgnoredAny>,
+    #[serde(default)]
+    kdf: Option<IgnoredAny>,
+    #[serde(default)]
+    chunker_polynomial: Option<IgnoredAny>,
+}
+
+impl LockJson {
+    /// The field that shows this is another restic file, if one does.
+    fn foreign_field(&self) -> Option<&'static str> {
+        [
+            ("tree", self.tree.is_some()),
+            ("paths", self.paths.is_some()),
+            ("packs", self.packs.is_some()),
+            ("kdf", self.kdf.is_some()),
+            ("chunker_polynomial", self.chunker_polynomial.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(name, present)| present.then_some(name))
+    }
 }
 
 /// True when `id` can name a restic file: 64 lowercase hex digits. Checked
 /// before any id becomes part of a path or URL.
 pub fn is_valid_id(id: &str) -> bool {
     id.len() == 64 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The first 8 characters of an id, as restic shows them.
+pub fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
 }
 
 /// Decodes the stored bytes of lock `id`, or says in one phrase what is wrong
@@ -68,10 +99,31 @@ fn decompress(plaintext: &[u8]) -> Result<Vec<u8>, String> {
     }
 }
 
-/// Parses decoded lock JSON.
+/// Parses decoded lock JSON, strictly: every field restic writes, no field
+/// of another restic file, names within [`limits::LOCK_NAME_FIELD`] bytes.
 pub fn parse(id: &str, json: &[u8]) -> Result<Lock, String> {
     let lock: LockJson = serde_json::from_slice(json).map_err(|e| format!("not a lock: {e}"))?;
-    let time = parse_rfc3339(&lock.time).map_err(|e| format!("bad time: {e}"))?;
+    if let Some(field) = lock.foreign_field() {
+        return Err(format!(
+            "not a lock: it has a `{field}` field, as another kind of restic file does"
+        ));
+    }
+    for (field, value) in [("hostname", &lock.hostname), ("username", &lock.username)] {
+        if value.len() > limits::LOCK_NAME_FIELD {
+            return Err(format!(
+                "its {field} is {} bytes, longer than the {} a lock can hold",
+                value.len(),
+                limits::LOCK_NAME_FIELD
+            ));
+        }
+    }
+    let time = parse_rfc3339(&lock.time).map_err(|_| {
+        let start: String = lock.time.chars().take(40).collect();
+        format!(
+            "bad time: `{}` is not an RFC 3339 time",
+            crate::text::escape(&start)
+        )
+    })?;
     Ok(Lock {
         id: id.to_owned(),
         time,
@@ -99,6 +151,31 @@ mod tests {
     }
 
     const JSON: &[u8] = br#"{"time":"2026-11-30T16:24:15.617863762+01:00","exclusive":true,"hostname":"vm","username":"root","pid":17800,"extra":1}"#;
+
+    #[test]
+    fn other_restic_files_and_oversized_names_are_not_locks() {
+        let id = "a".repeat(64);
+        let snapshot = br#"{"time":"2020-01-02T03:04:05Z","tree":"ab","paths":["/d"],"hostname":"vm","username":"root","uid":0,"gid":0}"#;
+        assert!(
+            parse(&id, snapshot)
+                .expect_err("snapshot")
+                .contains("missing field")
+        );
+        let disguised = br#"{"time":"2020-01-02T03:04:05Z","exclusive":false,"hostname":"vm","username":"root","pid":1,"tree":"ab"}"#;
+        assert!(parse(&id, disguised).expect_err("tree").contains("`tree`"));
+        let key = br#"{"created":"2020-01-02T03:04:05Z","username":"u","hostname":"h","kdf":"scrypt","N":32768,"r":8,"p":4,"salt":"","data":""}"#;
+        assert!(parse(&id, key).expect_err("key").starts_with("not a lock"));
+        let long = format!(
+            r#"{{"time":"2020-01-02T03:04:05Z","exclusive":false,"hostname":"{}","username":"root","pid":1}}"#,
+            "h".repeat(256)
+        );
+        let err = parse(&id, long.as_bytes()).expect_err("long hostname");
+        assert!(err.contains("hostname is 256 bytes"), "{err}");
+        let time =
+            br#"{"time":"\nremoved","exclusive":false,"hostname":"h","username":"u","pid":1}"#;
+        let err = parse(&id, time).expect_err("bad time");
+        assert!(!err.contains('\n'), "{err}");
+    }
 
     #[test]
     fn decodes_raw_and_zstd_locks_with_defaults() {
@@ -136,7 +213,9 @@ mod tests {
         assert!(problem(&id, &bad).starts_with("not a lock"));
         let (id, bad) = stored(b"\x07junk");
         assert_eq!(problem(&id, &bad), "unknown format byte 0x07");
-        let (id, bad) = stored(br#"{"time":"yesterday"}"#);
+        let (id, bad) = stored(
+            br#"{"time":"yesterday","exclusive":false,"hostname":"h","username":"u","pid":1}"#,
+        );
         assert!(problem(&id, &bad).starts_with("bad time"));
     }
 

@@ -15,7 +15,13 @@ use crypto::Key;
 use location::Location;
 use restic_cli::{ResticCli, ResticFailure};
 
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::command;
 use crate::contract::{self, Lock, UnreadableLock};
+use crate::files::{ReadError, read_regular_file};
+use crate::limits;
 use crate::parallel::parallel_map;
 
 /// How many lock files are read at once.
@@ -31,27 +37,6 @@ impl Password {
         Password(bytes.into())
     }
 
-    /// Reads a password file, as restic does (surrounding whitespace trimmed).
-    pub fn from_file(path: &std::path::Path) -> Result<Password, String> {
-        std::fs::read(path)
-            .map(|text| Password::new(text.trim_ascii().to_vec()))
-            .map_err(|e| format!("cannot read password file {}: {e}", path.display()))
-    }
-
-    /// Runs a shell command and takes its output (trimmed) as the password.
-    pub fn from_command(command: &str) -> Result<Password, String> {
-        let output = std::process::Command::new("sh")
-            .args(["-c", command])
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .map_err(|e| format!("cannot run the password command: {e}"))?;
-        if !output.status.success() {
-            return Err(format!("the password command failed ({})", output.status));
-        }
-        Ok(Password::new(output.stdout.trim_ascii().to_vec()))
-    }
-
     /// The password's bytes, for handing to a restic that lockwarden starts.
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
@@ -65,6 +50,72 @@ impl Password {
 impl std::fmt::Debug for Password {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Password(***)")
+    }
+}
+
+/// Where a password comes from. The command line and `watch` both resolve
+/// it here; which source wins when several are given is the caller's
+/// (restic's order: command, then file, then `RESTIC_PASSWORD`).
+#[derive(Debug, Clone)]
+pub enum PasswordSource {
+    /// A shell command printing it (`--password-command`).
+    Command(String),
+    /// A file holding it (`--password-file`).
+    File(PathBuf),
+    /// The value itself (from `RESTIC_PASSWORD` or a named variable).
+    Value(Password),
+}
+
+/// Why no password could be had. Never contains the password.
+#[derive(Debug, thiserror::Error)]
+pub enum PasswordError {
+    /// The file could not be read.
+    #[error("cannot read password file {path}: it {cause}")]
+    File {
+        /// The file.
+        path: String,
+        /// Why.
+        cause: ReadError,
+    },
+    /// The command failed.
+    #[error("the password command {0}")]
+    Command(String),
+    /// The password is empty.
+    #[error("the password is empty; restic refuses an empty password too")]
+    Empty,
+}
+
+impl PasswordSource {
+    /// Reads the password now: a file within [`limits::PASSWORD`] bytes (a
+    /// regular file only), a command within `timeout`, trimmed of surrounding
+    /// whitespace as restic does.
+    pub fn resolve(&self, timeout: Duration) -> Result<Password, PasswordError> {
+        let bytes = match self {
+            PasswordSource::File(path) => {
+                read_regular_file(path, limits::PASSWORD).map_err(|cause| PasswordError::File {
+                    path: path.display().to_string(),
+                    cause,
+                })?
+            }
+            PasswordSource::Command(line) => {
+                let output = command::run(command::shell(line), timeout, limits::PASSWORD)
+                    .map_err(|e| PasswordError::Command(e.to_string()))?;
+                if !output.status.success() {
+                    return Err(PasswordError::Command(format!(
+                        "failed ({}): {}",
+                        output.status,
+                        output.stderr_line()
+                    )));
+                }
+                output.stdout
+            }
+            PasswordSource::Value(password) => password.0.clone(),
+        };
+        let trimmed = bytes.trim_ascii();
+        if trimmed.is_empty() {
+            return Err(PasswordError::Empty);
+        }
+        Ok(Password::new(trimmed.to_vec()))
     }
 }
 
@@ -101,6 +152,28 @@ pub enum RepoError {
         /// How many key files were tried.
         detail: String,
     },
+    /// Key files are there, but none can be tried with the password.
+    #[error(
+        "cannot open repository {location}: no usable key file ({detail}); check that it is a restic repository and that keys/ is intact"
+    )]
+    NoUsableKey {
+        /// Redacted location.
+        location: String,
+        /// What was wrong with each.
+        detail: String,
+    },
+    /// More key files than restic tries, and none of those tried opens.
+    #[error(
+        "cannot open repository {location}: none of the first {tried} of {total} key files opens with this password (restic, too, tries at most {tried}); check the password, or remove unused keys with `restic key remove`"
+    )]
+    TooManyKeys {
+        /// Redacted location.
+        location: String,
+        /// How many were tried.
+        tried: usize,
+        /// How many there are.
+        total: usize,
+    },
     /// The server does not answer.
     #[error("{cause}; is the server running and the address right?")]
     Unreachable {
@@ -136,6 +209,28 @@ pub struct LockSet {
     pub unreadable: Vec<UnreadableLock>,
 }
 
+/// What reading one listed lock file gave.
+enum Read {
+    Lock(Lock),
+    Unreadable(UnreadableLock),
+    Vanished,
+}
+
+/// The longest problem text handed to a policy: one bad file must not make
+/// the request large.
+const MAX_PROBLEM: usize = 300;
+
+fn bounded_problem(problem: String) -> String {
+    if problem.len() <= MAX_PROBLEM {
+        return problem;
+    }
+    let mut end = MAX_PROBLEM;
+    while !problem.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &problem[..end])
+}
+
 enum Access {
     Native { store: Box<dyn Store>, key: Key },
     Restic(ResticCli),
@@ -151,18 +246,25 @@ pub struct Repository {
 impl Repository {
     /// Opens the repository at `location`: reads `config`, finds the key file
     /// that `password` opens (at most 20 tried, as restic does), decrypts the
-    /// config.
-    pub fn open(location: Location, password: &Password) -> Result<Repository, RepoError> {
+    /// config. Each network request or restic run ends within `timeout`.
+    pub fn open(
+        location: Location,
+        password: &Password,
+        timeout: Duration,
+    ) -> Result<Repository, RepoError> {
         let shown = location.redacted();
         let store: Box<dyn Store> = match &location {
             Location::Local(path) => {
                 Box::new(LocalStore::open(path).map_err(|e| no_repo_or(&shown, e))?)
             }
-            Location::Rest { url, credentials } => {
-                Box::new(RestStore::new(url, credentials.as_ref(), shown.clone()))
-            }
+            Location::Rest { url, credentials } => Box::new(RestStore::new(
+                url,
+                credentials.as_ref(),
+                shown.clone(),
+                timeout,
+            )),
             Location::Restic { raw, .. } => {
-                let cli = ResticCli::new(raw, password.clone());
+                let cli = ResticCli::new(raw, password.clone(), timeout);
                 let config = cli.config().map_err(|f| restic_error(&shown, f))?;
                 return Ok(Repository {
                     location,
@@ -211,50 +313,70 @@ impl Repository {
     /// error.
     pub fn read_locks(&self) -> Result<LockSet, RepoError> {
         let shown = self.location.redacted();
-        let results: Vec<Result<Lock, UnreadableLock>> = match &self.access {
+        let results: Vec<Read> = match &self.access {
             Access::Native { store, key } => {
-                let files = store.list(Kind::Lock).map_err(|e| store_error(&shown, e))?;
+                let files = match store.list(Kind::Lock) {
+                    Ok(files) => files,
+                    // restic, too, takes a missing locks/ for no locks.
+                    Err(StoreError::NotFound(_)) => Vec::new(),
+                    Err(e) => return Err(store_error(&shown, e)),
+                };
                 parallel_map(&files, READ_WORKERS, |file| {
-                    let unreadable = |problem: String| UnreadableLock {
-                        id: file.name.clone(),
-                        size: file.size,
-                        problem,
+                    let unreadable = |size: u64, problem: String| {
+                        Read::Unreadable(UnreadableLock {
+                            id: file.name.clone(),
+                            size,
+                            problem: bounded_problem(problem),
+                        })
                     };
-                    match store.read(Kind::Lock, &file.name) {
-                        Ok(bytes) => lockfile::decode(&file.name, &bytes, key).map_err(|problem| {
-                            UnreadableLock {
-                                size: bytes.len() as u64,
-                                ..unreadable(problem)
+                    if file.size > Kind::Lock.limit() {
+                        return unreadable(
+                            file.size,
+                            StoreError::TooLarge {
+                                size: file.size,
+                                limit: Kind::Lock.limit(),
                             }
-                        }),
-                        Err(StoreError::NotFound(_)) => {
-                            Err(unreadable("vanished while being read".into()))
+                            .to_string(),
+                        );
+                    }
+                    match store.read(Kind::Lock, &file.name) {
+                        Ok(bytes) => match lockfile::decode(&file.name, &bytes, key) {
+                            Ok(lock) => Read::Lock(lock),
+                            Err(problem) => unreadable(bytes.len() as u64, problem),
+                        },
+                        // Removed between listing and reading (its holder
+                        // refreshed or finished): simply no longer there.
+                        Err(StoreError::NotFound(_)) => Read::Vanished,
+                        Err(e @ StoreError::TooLarge { size, .. }) => {
+                            unreadable(size, e.to_string())
                         }
-                        Err(e) => Err(unreadable(format!("cannot read: {e}"))),
+                        Err(e) => unreadable(file.size, format!("cannot read: {e}")),
                     }
                 })
             }
             Access::Restic(cli) => {
                 let ids = cli.list_locks().map_err(|f| restic_error(&shown, f))?;
                 parallel_map(&ids, 4, |id| {
-                    cli.read_lock(id)
+                    match cli
+                        .read_lock(id)
                         .and_then(|json| lockfile::parse(id, &json))
-                        .map_err(|problem| UnreadableLock {
+                    {
+                        Ok(lock) => Read::Lock(lock),
+                        Err(problem) => Read::Unreadable(UnreadableLock {
                             id: id.clone(),
                             size: 0,
-                            problem,
-                        })
+                            problem: bounded_problem(problem),
+                        }),
+                    }
                 })
             }
         };
         let mut set = LockSet::default();
         for result in results {
             match result {
-                Ok(lock) => set.locks.push(lock),
-                // A lock removed between listing and reading (its holder
-                // refreshed or finished) is simply no longer there.
-                Err(u) if u.problem == "vanished while being read" => {}
-                Err(u) => set.unreadable.push(u),
+                Read::Lock(lock) => set.locks.push(lock),
+                Read::Unreadable(u) => set.unreadable.push(u),
+                Read::Vanished => {}
             }
         }
         Ok(set)
@@ -284,7 +406,9 @@ impl Repository {
     }
 }
 
-/// Tries the key files in order until one opens with `password`.
+/// Tries the key files in name order until one opens with `password`: at
+/// most [`keys::MAX_KEYS`] (as restic), and at most
+/// [`limits::SCRYPT_WORK_TOTAL`] scrypt work in all.
 fn open_master_key(store: &dyn Store, password: &Password, shown: &str) -> Result<Key, RepoError> {
     let mut files = store.list(Kind::Key).map_err(|e| no_repo_or(shown, e))?;
     if files.is_empty() {
@@ -294,27 +418,56 @@ fn open_master_key(store: &dyn Store, password: &Password, shown: &str) -> Resul
         });
     }
     files.sort_by(|a, b| a.name.cmp(&b.name));
+    let total = files.len();
     files.truncate(keys::MAX_KEYS);
     let mut problems = Vec::new();
+    let mut tried = 0usize;
+    let mut work_left = limits::SCRYPT_WORK_TOTAL;
     for file in &files {
-        let bytes = match store.read(Kind::Key, &file.name) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                problems.push(format!("{}: {e}", &file.name[..8]));
+        let name = &file.name[..8];
+        let parsed = store
+            .read(Kind::Key, &file.name)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| keys::KeyFile::parse(&bytes).map_err(|e| e.to_string()));
+        let key_file = match parsed {
+            Ok(key_file) => key_file,
+            Err(problem) => {
+                problems.push(format!("{name}: {problem}"));
                 continue;
             }
         };
-        match keys::open(&bytes, &password.0) {
+        if key_file.work() > work_left {
+            problems.push(format!(
+                "{name}: not tried, the key files before it used up the scrypt budget"
+            ));
+            break;
+        }
+        match key_file.open(&password.0) {
             Ok(key) => return Ok(key),
-            Err(keys::KeyError::WrongPassword) => {}
-            Err(keys::KeyError::Invalid(why)) => {
-                problems.push(format!("{}: {why}", &file.name[..8]))
+            Err(keys::KeyError::WrongPassword) => {
+                tried += 1;
+                work_left -= key_file.work();
             }
+            Err(keys::KeyError::Invalid(why)) => problems.push(format!("{name}: {why}")),
         }
     }
-    let mut detail = format!("no key file opened, {} tried", files.len());
+    let unusable = problems.join("; ");
+    if tried == 0 {
+        return Err(RepoError::NoUsableKey {
+            location: shown.to_owned(),
+            detail: bounded_problem(unusable),
+        });
+    }
+    if total > files.len() {
+        return Err(RepoError::TooManyKeys {
+            location: shown.to_owned(),
+            tried: files.len(),
+            total,
+        });
+    }
+    let mut detail = format!("no key file opened, {tried} tried");
     if !problems.is_empty() {
-        detail += &format!("; unusable: {}", problems.join("; "));
+        detail += &format!("; unusable: {}", bounded_problem(unusable));
     }
     Err(RepoError::WrongPassword {
         location: shown.to_owned(),
@@ -352,6 +505,10 @@ fn no_repo_or(shown: &str, e: StoreError) -> RepoError {
 fn store_error(shown: &str, e: StoreError) -> RepoError {
     match e {
         StoreError::Unreachable(cause) => RepoError::Unreachable { cause },
+        StoreError::TooLarge { .. } => RepoError::Other {
+            location: shown.to_owned(),
+            cause: format!("a file {e}"),
+        },
         other => RepoError::Other {
             location: shown.to_owned(),
             cause: other.to_string(),
@@ -369,6 +526,7 @@ fn restic_error(shown: &str, f: ResticFailure) -> RepoError {
             location: shown.to_owned(),
             detail: "restic opened no key".into(),
         },
+        ResticFailure::Unreachable(cause) => RepoError::Unreachable { cause },
         ResticFailure::Other(cause) => RepoError::Other {
             location: shown.to_owned(),
             cause,

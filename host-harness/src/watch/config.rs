@@ -8,7 +8,8 @@
 //! name = "demo"                      # the metrics label; never a secret
 //! repository = "/srv/restic"         # as restic's -r
 //! password_file = "/etc/restic/pw"   # or password_command, or password_env
-//! interval = "5m"                    # default 5m
+//! interval = "5m"                    # default 5m, at least 1s
+//! timeout = "60s"                    # per command or request; default 60s
 //! mode = "unlock"                    # or "report"
 //! policy = "/etc/lockwarden/strict.wasm"   # optional; or oci://HOST/REPO@sha256:...
 //! settings = { stale-after = "30m" }       # optional
@@ -20,9 +21,16 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::files::read_regular_file;
+use crate::limits;
 use crate::plugin::PolicySource;
-use crate::repo::Password;
 use crate::repo::location::Location;
+use crate::repo::{Password, PasswordError, PasswordSource};
+use crate::time::parse_duration;
+
+/// The shortest interval: a check more often than this only burns CPU (and,
+/// on object storage, money).
+pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The whole file.
 #[derive(Debug, Deserialize)]
@@ -61,9 +69,11 @@ pub struct RepositoryConfig {
     pub password_command: Option<String>,
     /// An environment variable holding the password.
     pub password_env: Option<String>,
-    /// How often to check (default 5m).
+    /// How often to check (default 5m, at least [`MIN_INTERVAL`]).
     #[serde(default = "default_interval")]
     pub interval: String,
+    /// How long one external command or network request may take.
+    pub timeout: Option<String>,
     /// Unlock or report.
     #[serde(default = "default_mode")]
     pub mode: Mode,
@@ -84,23 +94,42 @@ fn default_mode() -> Mode {
 }
 
 impl WatchConfig {
-    /// Reads and checks the file; errors name the file and the repository.
+    /// Reads and checks the file; errors name the file and the repository,
+    /// and never quote it (it may hold a password command).
     pub fn load(path: &Path) -> Result<WatchConfig, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let config: WatchConfig = toml::from_str(&text)
-            .map_err(|e| format!("{} is not a valid watch configuration: {e}", path.display()))?;
+        let bytes = read_regular_file(path, limits::WATCH_CONFIG)
+            .map_err(|e| format!("cannot read {}: it {e}", path.display()))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| format!("{} is not UTF-8 text", path.display()))?;
+        WatchConfig::parse(&text).map_err(|e| format!("{}{e}", path.display()))
+    }
+
+    /// Parses and checks a configuration; errors start with `, line N` or
+    /// `, repository NAME` so that the caller can put the file name first.
+    pub fn parse(text: &str) -> Result<WatchConfig, String> {
+        let config: WatchConfig = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+            let at = line.map(|l| format!(", line {l}")).unwrap_or_default();
+            // The message alone: toml's Display quotes the offending line.
+            format!(
+                "{at}: not a valid watch configuration: {}",
+                crate::text::escape(e.message().trim())
+            )
+        })?;
         if config.repositories.is_empty() {
-            return Err(format!("{} lists no [[repository]]", path.display()));
+            return Err(": lists no [[repository]]".into());
         }
         let mut names = std::collections::BTreeSet::new();
         for repo in &config.repositories {
-            let at = |m: String| format!("{}, repository `{}`: {m}", path.display(), repo.name);
+            let at = |m: String| format!(", repository `{}`: {m}", crate::text::escape(&repo.name));
             if !names.insert(&repo.name) {
                 return Err(at("the name is used twice".into()));
             }
             Location::parse(&repo.repository).map_err(at)?;
             repo.interval().map_err(at)?;
+            repo.timeout().map_err(at)?;
             let sources = [
                 repo.password_file.is_some(),
                 repo.password_command.is_some(),
@@ -119,32 +148,79 @@ impl WatchConfig {
 impl RepositoryConfig {
     /// The check interval.
     pub fn interval(&self) -> Result<Duration, String> {
-        let d: jiff::SignedDuration = self.interval.parse().map_err(|_| {
-            format!(
-                "interval `{}` is not a duration like 30s, 5m or 1h",
-                self.interval
-            )
-        })?;
-        Duration::try_from(d)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| format!("interval `{}` must be positive", self.interval))
+        let interval = parse_duration(&self.interval).map_err(|e| format!("interval: {e}"))?;
+        if interval < MIN_INTERVAL {
+            return Err(format!(
+                "interval `{}` is shorter than the minimum of {}s",
+                crate::text::escape(&self.interval),
+                MIN_INTERVAL.as_secs()
+            ));
+        }
+        Ok(interval)
+    }
+
+    /// How long one command or request may take.
+    pub fn timeout(&self) -> Result<Duration, String> {
+        match &self.timeout {
+            Some(text) => parse_duration(text)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    format!(
+                        "timeout `{}` is not a positive duration",
+                        crate::text::escape(text)
+                    )
+                }),
+            None => Ok(crate::command::DEFAULT_TIMEOUT),
+        }
     }
 
     /// Resolves the password now.
-    pub fn password(&self) -> Result<Password, String> {
-        match (
+    pub fn password(&self) -> Result<Password, PasswordError> {
+        let source = match (
             &self.password_file,
             &self.password_command,
             &self.password_env,
         ) {
-            (Some(file), _, _) => Password::from_file(file),
-            (None, Some(command), _) => Password::from_command(command),
-            (None, None, Some(var)) => std::env::var_os(var)
-                .filter(|v| !v.is_empty())
-                .map(|v| Password::new(v.into_encoded_bytes()))
-                .ok_or_else(|| format!("environment variable {var} is not set")),
-            (None, None, None) => Err("no password source".into()),
+            (Some(file), _, _) => PasswordSource::File(file.clone()),
+            (None, Some(command), _) => PasswordSource::Command(command.clone()),
+            (None, None, Some(var)) => PasswordSource::Value(Password::new(
+                std::env::var_os(var)
+                    .map(|v| v.into_encoded_bytes())
+                    .unwrap_or_default(),
+            )),
+            (None, None, None) => PasswordSource::Value(Password::new(Vec::new())),
+        };
+        source.resolve(self.timeout().unwrap_or(crate::command::DEFAULT_TIMEOUT))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syntax_errors_never_quote_the_file() {
+        let text = "[[repository]]\nname = \"a\"\npassword_command = \"echo MARKER-SECRET\nrepository = \"/r\"\n";
+        let err = WatchConfig::parse(text).expect_err("unterminated string");
+        assert!(!err.contains("MARKER"), "{err}");
+        assert!(err.contains("line 3"), "{err}");
+    }
+
+    #[test]
+    fn intervals_have_a_floor_and_take_fractions() {
+        let repo = |interval: &str| {
+            format!(
+                "[[repository]]\nname = \"a\"\nrepository = \"/r\"\npassword_env = \"X\"\ninterval = \"{interval}\"\n"
+            )
+        };
+        for bad in ["1ns", "999ms", "0", "soon"] {
+            assert!(WatchConfig::parse(&repo(bad)).is_err(), "{bad}");
         }
+        let config = WatchConfig::parse(&repo("1.5m")).expect("valid");
+        assert_eq!(
+            config.repositories[0].interval(),
+            Ok(Duration::from_secs(90))
+        );
     }
 }

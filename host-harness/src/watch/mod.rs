@@ -7,6 +7,7 @@
 //! retried with backoff (10 s doubling, at most its interval).
 
 pub mod config;
+mod http;
 pub mod metrics;
 
 use std::collections::HashMap;
@@ -22,7 +23,8 @@ use crate::plugin::{LoadError, Policy, PolicySource, Runtime};
 use crate::repo::Repository;
 use crate::repo::backend::Removal;
 use crate::repo::location::Location;
-use crate::time::now;
+use crate::repo::lockfile::short;
+use crate::text::escape;
 use crate::warden::{Judgement, assess, remove_stale};
 use config::{Mode, RepositoryConfig, WatchConfig};
 use metrics::{Metrics, Repo, RepoKind, RepoRule};
@@ -40,6 +42,14 @@ pub enum WatchError {
         repository: String,
         /// Why.
         error: LoadError,
+    },
+    /// A repository's settings are refused by its policy.
+    #[error("repository `{repository}`: {error}")]
+    Settings {
+        /// The repository's name.
+        repository: String,
+        /// The policy's refusal.
+        error: crate::plugin::PluginError,
     },
     /// The metrics address cannot be served.
     #[error("cannot serve metrics on {addr}: {cause}; is the address free?")]
@@ -118,6 +128,17 @@ pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<
             })?;
         policies.insert(repo.policy.clone(), Arc::new(policy));
     }
+    // A setting the policy refuses fails now, not at every interval.
+    for repo in &config.repositories {
+        let settings: Vec<(String, String)> = repo.settings.clone().into_iter().collect();
+        shared
+            .runtime
+            .check_settings(&policies[&repo.policy], &repo.name, &settings)
+            .map_err(|error| WatchError::Settings {
+                repository: repo.name.clone(),
+                error,
+            })?;
+    }
     Ok(config
         .repositories
         .into_iter()
@@ -135,9 +156,15 @@ fn watch_one(config: &RepositoryConfig, policy: &Policy, shared: &Shared) {
         repository: config.name.clone(),
     };
     let interval = config.interval().unwrap_or(Duration::from_secs(300));
+    let _span =
+        tracing::info_span!("watch", repository = %crate::text::escape(&config.name)).entered();
     let mut repo: Option<Repository> = None;
     let mut retry = FIRST_RETRY;
-    tracing::info!(repository = %config.name, "watching every {}s in {:?} mode", interval.as_secs(), config.mode);
+    tracing::info!(
+        "watching every {}s in {:?} mode",
+        interval.as_secs_f64(),
+        config.mode
+    );
     while !shared.stop.is_stopped() {
         let started = Instant::now();
         let result = check_once(config, policy, shared, &mut repo);
@@ -154,7 +181,11 @@ fn watch_one(config: &RepositoryConfig, policy: &Policy, shared: &Shared) {
             Err(e) => {
                 shared.metrics.check_errors.get_or_create(&label).inc();
                 let wait = retry.min(interval);
-                tracing::error!(repository = %config.name, "check failed, retrying in {}s: {e}", wait.as_secs());
+                tracing::error!(
+                    "check failed, retrying in {}s: {}",
+                    wait.as_secs(),
+                    escape(&e)
+                );
                 retry = (retry * 2).min(interval);
                 wait
             }
@@ -163,7 +194,7 @@ fn watch_one(config: &RepositoryConfig, policy: &Policy, shared: &Shared) {
             break;
         }
     }
-    tracing::info!(repository = %config.name, "stopped");
+    tracing::info!("stopped");
 }
 
 /// One check: open the repository if not yet open (the key is derived once
@@ -178,24 +209,30 @@ fn check_once(
         Some(repo) => repo,
         None => {
             let location = Location::parse(&config.repository)?;
-            let password = config.password()?;
-            let opened = Repository::open(location, &password).map_err(|e| e.to_string())?;
-            tracing::info!(repository = %config.name, "opened {} (repository {})", opened.location().redacted(), &opened.config().id);
+            let password = config.password().map_err(|e| e.to_string())?;
+            let opened = Repository::open(location, &password, config.timeout()?)
+                .map_err(|e| e.to_string())?;
+            tracing::info!(
+                "opened {} (repository {})",
+                escape(&opened.location().redacted()),
+                escape(&opened.config().id)
+            );
             repo.insert(opened)
         }
     };
     let settings: Vec<(String, String)> = config.settings.clone().into_iter().collect();
-    let now = now();
     let judgement = Judgement {
         runtime: &shared.runtime,
         policy,
-        evidence: shared.evidence.gather(None),
+        evidence: &shared.evidence,
+        children: None,
         settings: &settings,
         first_seen: Some(&shared.first_seen),
     };
-    let assessment = assess(repo, judgement, now).map_err(|e| e.to_string())?;
+    let assessment = assess(repo, judgement).map_err(|e| e.to_string())?;
+    let now = assessment.now;
     for line in &assessment.logs {
-        tracing::warn!(repository = %config.name, policy = %policy.info().name, "{}", line.message);
+        line.emit(&policy.info().name);
     }
 
     let m = &shared.metrics;
@@ -233,7 +270,7 @@ fn check_once(
         Mode::Report => {
             for (id, verdict) in assessment.stale() {
                 not_removed += 1;
-                tracing::info!(repository = %config.name, lock = &id[..8], rule = %verdict.rule, "stale (report mode, kept): {}", verdict.reason);
+                tracing::info!(lock = short(id), rule = %escape(&verdict.rule), "stale (report mode, kept): {}", escape(&verdict.reason));
             }
         }
         Mode::Unlock => {
@@ -251,11 +288,11 @@ fn check_once(
                         } else {
                             ""
                         };
-                        tracing::info!(repository = %config.name, lock = &result.id[..8], rule = %result.verdict.rule, "removed{gone}: {}", result.verdict.reason);
+                        tracing::info!(lock = short(&result.id), rule = %escape(&result.verdict.rule), "removed{gone}: {}", escape(&result.verdict.reason));
                     }
                     Err(e) => {
                         not_removed += 1;
-                        tracing::warn!(repository = %config.name, lock = &result.id[..8], "could not remove: {e}");
+                        tracing::warn!(lock = short(&result.id), "could not remove: {e}");
                     }
                 }
             }
@@ -267,7 +304,7 @@ fn check_once(
         .iter()
         .filter(|(_, v)| v.action == Action::Keep)
         .count();
-    tracing::debug!(repository = %config.name, "checked: {} locks, {kept} kept", assessment.locks.len());
+    tracing::debug!("checked: {} locks, {kept} kept", assessment.locks.len());
     m.last_success.get_or_create(&label).set(now as f64 / 1e9);
     Ok(())
 }
@@ -278,28 +315,10 @@ pub fn serve_metrics(
     metrics: Arc<Metrics>,
     stop: Arc<Stop>,
 ) -> Result<JoinHandle<()>, WatchError> {
-    let server = tiny_http::Server::http(addr).map_err(|e| WatchError::Metrics {
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| WatchError::Metrics {
         addr: addr.to_owned(),
         cause: e.to_string(),
     })?;
     tracing::info!("serving metrics on http://{addr}/metrics");
-    Ok(std::thread::spawn(move || {
-        while !stop.is_stopped() {
-            let Ok(Some(request)) = server.recv_timeout(Duration::from_millis(200)) else {
-                continue;
-            };
-            let response = if request.url() == "/metrics" {
-                let header = tiny_http::Header::from_bytes(
-                    &b"Content-Type"[..],
-                    &b"application/openmetrics-text; version=1.0.0; charset=utf-8"[..],
-                )
-                .expect("a valid header");
-                tiny_http::Response::from_string(metrics.encode()).with_header(header)
-            } else {
-                tiny_http::Response::from_string("lockwarden serves /metrics\n")
-                    .with_status_code(404)
-            };
-            let _ = request.respond(response);
-        }
-    }))
+    Ok(http::serve(listener, metrics, stop))
 }

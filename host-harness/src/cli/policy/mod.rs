@@ -1,14 +1,14 @@
 //! `lockwarden policy info|eval`: inspect a policy, run it on a recorded
 //! request.
 
-use std::io::Read;
+use lockwarden::files::{read_bounded, read_regular_file};
+use lockwarden::limits;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
-use lockwarden::caps::{LogLevel, LogLine};
+use lockwarden::caps::LogLine;
 use lockwarden::contract::{PolicyInfo, Verdict};
 use lockwarden::plugin::Policy;
 use lockwarden::request::{Prepared, RecordedRequest};
@@ -105,16 +105,18 @@ fn info_text(policy: &Policy) -> String {
 /// Reads and prepares a recorded request from a file or `-` (stdin).
 fn read_request(path: &Path) -> anyhow::Result<Prepared> {
     let name = path.display().to_string();
-    let text = if name == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("cannot read the request from standard input")?;
-        text
+    let bytes = if name == "-" {
+        read_bounded(std::io::stdin().lock(), limits::REQUEST)
     } else {
-        std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read request {name}: check the path"))?
-    };
+        read_regular_file(path, limits::REQUEST)
+    }
+    .map_err(|e| UsageError(format!("cannot read request {name}: it {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        UsageError(format!(
+            "request {name} is not valid: it is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
     let prepared = RecordedRequest::from_json(&text)
         .map_err(|e| e.to_string())
         .and_then(RecordedRequest::prepare)
@@ -159,12 +161,6 @@ pub fn verdict_json(v: &Verdict) -> serde_json::Value {
 /// Writes what the policy logged to stderr.
 pub fn print_logs(policy: &Policy, logs: &[LogLine]) {
     for line in logs {
-        let name = &policy.info().name;
-        match line.level {
-            LogLevel::Debug => tracing::debug!(policy = %name, "{}", line.message),
-            LogLevel::Info => tracing::info!(policy = %name, "{}", line.message),
-            LogLevel::Warn => tracing::warn!(policy = %name, "{}", line.message),
-            LogLevel::Error => tracing::error!(policy = %name, "{}", line.message),
-        }
+        line.emit(&policy.info().name);
     }
 }

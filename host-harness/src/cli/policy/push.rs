@@ -1,5 +1,7 @@
 //! `lockwarden policy push FILE oci://HOST/REPO:TAG`.
 
+use lockwarden::files::read_regular_file;
+use lockwarden::limits;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,7 +28,7 @@ pub struct PushArgs {
 /// is published), pushes it, and prints the reference pinned by digest.
 pub fn run(args: &PushArgs) -> anyhow::Result<ExitCode> {
     let path = args.file.display().to_string();
-    let bytes = std::fs::read(&args.file).map_err(|cause| LoadError::Read {
+    let bytes = read_regular_file(&args.file, limits::POLICY).map_err(|cause| LoadError::Read {
         path: path.clone(),
         cause,
     })?;

@@ -1,32 +1,48 @@
-//! A repository in a local directory, reached only through a cap-std handle
-//! on that directory: nothing outside it can be read or deleted.
+//! A repository in a local directory, reached only through a handle on that
+//! directory: nothing outside it can be read or deleted. Inside it, no
+//! symbolic link is ever followed (restic creates none): `keys/`, `locks/`,
+//! `config` and each lock file are opened with `O_NOFOLLOW` one component at
+//! a time, only regular files are read, and reads are bounded. A FIFO named
+//! like a lock is refused without waiting for a writer.
 
-use std::io::ErrorKind;
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::OnceLock;
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, openat, statat, unlinkat};
+use rustix::io::Errno;
 
 use super::{FileInfo, Kind, Removal, Store, StoreError, checked_name};
+use crate::files::{ReadError, read_open_file};
+use crate::limits;
 
 /// A local repository directory.
 pub struct LocalStore {
     dir: Dir,
-    /// `locks/`, opened on first use, so that reading and deleting a lock
-    /// resolve one path component, not two.
-    locks: OnceLock<Dir>,
+    /// `locks/`, opened on first use (`None` when there is none: restic
+    /// treats a missing `locks/` as no locks).
+    locks: OnceLock<Option<OwnedFd>>,
     display: String,
 }
 
 impl LocalStore {
-    /// Opens the repository directory at `path`.
+    /// Opens the repository directory at `path` (which may itself be a
+    /// symbolic link: it is the user's own name for the repository).
     pub fn open(path: &Path) -> Result<LocalStore, StoreError> {
         let display = path.display().to_string();
-        let dir = Dir::open_ambient_dir(path, ambient_authority()).map_err(|e| match e.kind() {
-            ErrorKind::NotFound => StoreError::NotFound(format!("directory {display}")),
-            _ => StoreError::Other(format!("cannot open directory {display}: {e}")),
-        })?;
+        let dir =
+            Dir::open_ambient_dir(path, ambient_authority()).map_err(
+                |e| match Errno::from_io_error(&e) {
+                    Some(Errno::NOENT) => StoreError::NotFound(format!("directory {display}")),
+                    Some(Errno::NOTDIR) => {
+                        StoreError::NotFound(format!("{display} is not a directory, so it"))
+                    }
+                    _ => StoreError::Other(format!("cannot open directory {display}: {e}")),
+                },
+            )?;
         Ok(LocalStore {
             dir,
             locks: OnceLock::new(),
@@ -34,21 +50,66 @@ impl LocalStore {
         })
     }
 
-    /// The `locks/` directory handle.
-    fn locks(&self) -> Result<&Dir, StoreError> {
-        if let Some(dir) = self.locks.get() {
-            return Ok(dir);
+    /// Opens the directory `name` of the repository, refusing a link.
+    fn subdir(&self, name: &str) -> Result<Option<OwnedFd>, StoreError> {
+        match statat(&self.dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
+                FileType::Directory => {}
+                FileType::Symlink => {
+                    return Err(StoreError::Other(format!(
+                        "{}/{name} is a symbolic link; lockwarden never follows one inside a \
+                         repository (restic creates none), so it reads and removes nothing there: \
+                         replace it by the directory it stands for",
+                        self.display
+                    )));
+                }
+                _ => {
+                    return Err(StoreError::Other(format!(
+                        "{}/{name} is not a directory",
+                        self.display
+                    )));
+                }
+            },
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(self.error(name, e)),
         }
-        let dir = self
-            .dir
-            .open_dir("locks")
-            .map_err(|e| self.error("locks", &e))?;
-        Ok(self.locks.get_or_init(|| dir))
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        openat(&self.dir, name, flags, Mode::empty())
+            .map(Some)
+            .map_err(|e| self.error(name, e))
     }
 
-    fn error(&self, what: &str, e: &std::io::Error) -> StoreError {
-        match e.kind() {
-            ErrorKind::NotFound => StoreError::NotFound(format!("{}/{what}", self.display)),
+    /// The `locks/` directory, if there is one.
+    fn locks(&self) -> Result<Option<&OwnedFd>, StoreError> {
+        if let Some(dir) = self.locks.get() {
+            return Ok(dir.as_ref());
+        }
+        let dir = self.subdir(Kind::Lock.dir())?;
+        Ok(self.locks.get_or_init(|| dir).as_ref())
+    }
+
+    /// Reads the regular file `name` in `dir`, within `limit`.
+    fn read_in(
+        &self,
+        dir: impl AsFd,
+        name: &str,
+        shown: &str,
+        limit: u64,
+    ) -> Result<Vec<u8>, StoreError> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let read = openat(dir, name, flags, Mode::empty())
+            .map_err(|e| ReadError::from(std::io::Error::from(e)))
+            .and_then(|fd| read_open_file(File::from(fd), limit));
+        read.map_err(|e| match e {
+            ReadError::NotFound => StoreError::NotFound(format!("{}/{shown}", self.display)),
+            ReadError::TooLarge { size, limit } => StoreError::TooLarge { size, limit },
+            other => StoreError::Other(format!("{}/{shown} {other}", self.display)),
+        })
+    }
+
+    fn error(&self, what: &str, e: Errno) -> StoreError {
+        match e {
+            Errno::NOENT => StoreError::NotFound(format!("{}/{what}", self.display)),
             _ => StoreError::Other(format!("{}/{what}: {e}", self.display)),
         }
     }
@@ -56,41 +117,85 @@ impl LocalStore {
 
 impl Store for LocalStore {
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, StoreError> {
-        let path = checked_name(kind, name)?;
+        let shown = checked_name(kind, name)?;
         match kind {
-            Kind::Lock => self.locks()?.read(name),
-            _ => self.dir.read(&path),
+            Kind::Config => self.read_in(&self.dir, "config", &shown, kind.limit()),
+            Kind::Key => match self.subdir(kind.dir())? {
+                Some(keys) => self.read_in(&keys, name, &shown, kind.limit()),
+                None => Err(StoreError::NotFound(format!("{}/keys", self.display))),
+            },
+            Kind::Lock => match self.locks()? {
+                Some(locks) => self.read_in(locks, name, &shown, kind.limit()),
+                None => Err(StoreError::NotFound(format!("{}/{shown}", self.display))),
+            },
         }
-        .map_err(|e| self.error(&path, &e))
     }
 
     fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, StoreError> {
-        let entries = self
-            .dir
-            .read_dir(kind.dir())
-            .map_err(|e| self.error(kind.dir(), &e))?;
+        let dir = match kind {
+            Kind::Lock => match self.locks()? {
+                Some(locks) => locks.try_clone(),
+                None => return Ok(Vec::new()),
+            },
+            _ => match self.subdir(kind.dir())? {
+                Some(dir) => Ok(dir),
+                None => {
+                    return Err(StoreError::NotFound(format!(
+                        "{}/{}",
+                        self.display,
+                        kind.dir()
+                    )));
+                }
+            },
+        }
+        .map_err(|e| StoreError::Other(format!("{}/{}: {e}", self.display, kind.dir())))?;
+        let entries = Dir::from_std_file(File::from(dir))
+            .entries()
+            .map_err(|e| StoreError::Other(format!("{}/{}: {e}", self.display, kind.dir())))?;
         let mut files = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| self.error(kind.dir(), &e))?;
+            let entry = entry
+                .map_err(|e| StoreError::Other(format!("{}/{}: {e}", self.display, kind.dir())))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             // restic writes nothing but ids here; anything else (editor
             // droppings, temp files) is not a lock and is not ours to judge.
             if !super::super::lockfile::is_valid_id(&name) {
                 continue;
             }
-            // No stat here: a read gives the size, and only a file that
-            // then fails to read would need it (reported as 0).
+            if files.len() == limits::LISTING_ENTRIES {
+                return Err(StoreError::TooMany {
+                    dir: format!("{}/{}", self.display, kind.dir()),
+                    limit: limits::LISTING_ENTRIES,
+                });
+            }
+            // No stat here: the read checks the type and gives the size.
             files.push(FileInfo { name, size: 0 });
         }
         Ok(files)
     }
 
     fn remove_lock(&self, id: &str) -> Result<Removal, StoreError> {
-        let path = checked_name(Kind::Lock, id)?;
-        match self.locks()?.remove_file(id) {
+        let shown = checked_name(Kind::Lock, id)?;
+        let Some(locks) = self.locks()? else {
+            return Ok(Removal::AlreadyGone);
+        };
+        // Only a regular file is ever removed; the read checked it too, this
+        // check keeps a swapped-in FIFO or link out.
+        match statat(locks, id, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {}
+            Ok(_) => {
+                return Err(StoreError::Other(format!(
+                    "{}/{shown} is no longer a regular file; not removed",
+                    self.display
+                )));
+            }
+            Err(Errno::NOENT) => return Ok(Removal::AlreadyGone),
+            Err(e) => return Err(self.error(&shown, e)),
+        }
+        match unlinkat(locks, id, AtFlags::empty()) {
             Ok(()) => Ok(Removal::Removed),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(Removal::AlreadyGone),
-            Err(e) => Err(self.error(&path, &e)),
+            Err(Errno::NOENT) => Ok(Removal::AlreadyGone),
+            Err(e) => Err(self.error(&shown, e)),
         }
     }
 }

@@ -6,7 +6,7 @@ mod local;
 mod rest;
 
 pub use local::LocalStore;
-pub use rest::RestStore;
+pub use rest::{RestStore, parse_listing};
 
 /// The kinds of file lockwarden reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +26,15 @@ impl Kind {
             Kind::Config => "",
             Kind::Key => "keys",
             Kind::Lock => "locks",
+        }
+    }
+
+    /// The most bytes a file of this kind may hold (`crate::limits`).
+    pub fn limit(self) -> u64 {
+        match self {
+            Kind::Config => crate::limits::CONFIG_FILE,
+            Kind::Key => crate::limits::KEY_FILE,
+            Kind::Lock => crate::limits::LOCK_FILE,
         }
     }
 }
@@ -58,6 +67,22 @@ pub enum StoreError {
     /// The server cannot be reached.
     #[error("{0}")]
     Unreachable(String),
+    /// The file is larger than its kind allows; it was not read.
+    #[error("is {size} bytes, more than the {limit} bytes a restic file of this kind can be")]
+    TooLarge {
+        /// Its size (at least this much when the server did not say).
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// A directory lists more files than lockwarden handles.
+    #[error("{dir} holds more than {limit} files; lockwarden judges none of them")]
+    TooMany {
+        /// The directory.
+        dir: String,
+        /// The limit.
+        limit: usize,
+    },
     /// Anything else, said in full.
     #[error("{0}")]
     Other(String),

@@ -9,10 +9,11 @@ use serde::Deserialize;
 use ureq::Agent;
 
 use super::{FileInfo, Kind, Removal, Store, StoreError, checked_name};
+use crate::limits;
 
 const V2: &str = "application/vnd.x.restic.rest.v2";
-/// Keys and locks are small; a listing of 100,000 locks is about 10 MB.
-const MAX_BODY: u64 = 256 << 20;
+/// The longest a connection may take to set up, within the request timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A REST repository.
 pub struct RestStore {
@@ -31,10 +32,16 @@ struct V2Entry {
 impl RestStore {
     /// A store for the repository at `base` (no trailing slash), with
     /// optional basic-auth credentials; `display` is the redacted location.
-    pub fn new(base: &str, credentials: Option<&(String, String)>, display: String) -> RestStore {
+    /// Each request, body included, ends within `timeout`.
+    pub fn new(
+        base: &str,
+        credentials: Option<&(String, String)>,
+        display: String,
+        timeout: Duration,
+    ) -> RestStore {
         let agent: Agent = Agent::config_builder()
-            .timeout_global(Some(Duration::from_secs(60)))
-            .timeout_connect(Some(Duration::from_secs(10)))
+            .timeout_global(Some(timeout))
+            .timeout_connect(Some(timeout.min(CONNECT_TIMEOUT)))
             .http_status_as_error(false)
             .build()
             .into();
@@ -75,6 +82,7 @@ impl RestStore {
         &self,
         mut response: ureq::http::Response<ureq::Body>,
         what: &str,
+        limit: u64,
     ) -> Result<Vec<u8>, StoreError> {
         let status = response.status();
         if status == 404 {
@@ -86,20 +94,61 @@ impl RestStore {
                 self.display
             )));
         }
+        let declared = response
+            .headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if let Some(size) = declared.filter(|size| *size > limit) {
+            return Err(StoreError::TooLarge { size, limit });
+        }
         response
             .body_mut()
             .with_config()
-            .limit(MAX_BODY)
+            .limit(limit)
             .read_to_vec()
-            .map_err(|e| StoreError::Other(format!("{what} at {}: {e}", self.display)))
+            .map_err(|e| match e {
+                ureq::Error::BodyExceedsLimit(_) => StoreError::TooLarge {
+                    size: limit + 1,
+                    limit,
+                },
+                ureq::Error::Timeout(_) => StoreError::Unreachable(format!(
+                    "{what} at {}: the server stopped answering in time: {e}",
+                    self.display
+                )),
+                other => StoreError::Other(format!("{what} at {}: {other}", self.display)),
+            })
     }
+}
+
+/// Parses a REST listing (v2: `[{"name", "size"}]`, v1: `["name"]`), keeping
+/// only names that are restic ids.
+pub fn parse_listing(body: &[u8], v2: bool) -> Result<Vec<FileInfo>, serde_json::Error> {
+    let files: Vec<FileInfo> = if v2 {
+        serde_json::from_slice::<Vec<V2Entry>>(body)?
+            .into_iter()
+            .map(|e| FileInfo {
+                name: e.name,
+                size: e.size,
+            })
+            .collect()
+    } else {
+        serde_json::from_slice::<Vec<String>>(body)?
+            .into_iter()
+            .map(|name| FileInfo { name, size: 0 })
+            .collect()
+    };
+    Ok(files
+        .into_iter()
+        .filter(|f| super::super::lockfile::is_valid_id(&f.name))
+        .collect())
 }
 
 impl Store for RestStore {
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, StoreError> {
         let path = checked_name(kind, name)?;
         let response = self.send(self.agent.get(self.url(&path)), &path)?;
-        self.body(response, &path)
+        self.body(response, &path, kind.limit())
     }
 
     fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, StoreError> {
@@ -110,33 +159,20 @@ impl Store for RestStore {
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with(V2));
-        let body = self.body(response, &dir)?;
-        let bad = |e: serde_json::Error| {
+        let body = self.body(response, &dir, limits::LISTING_BODY)?;
+        let files = parse_listing(&body, v2).map_err(|e| {
             StoreError::Other(format!(
                 "listing {dir} at {}: not a REST listing: {e}",
                 self.display
             ))
-        };
-        let files: Vec<FileInfo> = if v2 {
-            serde_json::from_slice::<Vec<V2Entry>>(&body)
-                .map_err(bad)?
-                .into_iter()
-                .map(|e| FileInfo {
-                    name: e.name,
-                    size: e.size,
-                })
-                .collect()
-        } else {
-            serde_json::from_slice::<Vec<String>>(&body)
-                .map_err(bad)?
-                .into_iter()
-                .map(|name| FileInfo { name, size: 0 })
-                .collect()
-        };
-        Ok(files
-            .into_iter()
-            .filter(|f| super::super::lockfile::is_valid_id(&f.name))
-            .collect())
+        })?;
+        if files.len() > limits::LISTING_ENTRIES {
+            return Err(StoreError::TooMany {
+                dir: format!("{dir} at {}", self.display),
+                limit: limits::LISTING_ENTRIES,
+            });
+        }
+        Ok(files)
     }
 
     fn remove_lock(&self, id: &str) -> Result<Removal, StoreError> {

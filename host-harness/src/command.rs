@@ -1,0 +1,183 @@
+//! External commands (the password command, the hosts command, restic for
+//! the backends read through it): each runs in a process group of its own
+//! with a deadline, its output is bounded, and the whole group is killed when
+//! it is late or done, so a background child cannot hold lockwarden up.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process_group};
+
+use crate::files::{ReadError, read_bounded};
+use crate::limits;
+
+/// How long an external command may run unless configured otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often a running command is polled for its exit.
+const POLL: Duration = Duration::from_millis(5);
+
+/// What a finished command left.
+#[derive(Debug)]
+pub struct Output {
+    /// How it exited.
+    pub status: ExitStatus,
+    /// Its standard output, whole.
+    pub stdout: Vec<u8>,
+    /// The start of its standard error (at most [`limits::COMMAND_STDERR`]).
+    pub stderr: Vec<u8>,
+}
+
+impl Output {
+    /// The first non-empty line of stderr, for an error message.
+    pub fn stderr_line(&self) -> String {
+        crate::text::escape(
+            String::from_utf8_lossy(&self.stderr)
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("(no message)"),
+        )
+        .into_owned()
+    }
+}
+
+/// Why a command gave no output.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// It could not be started.
+    #[error("cannot start it: {0}")]
+    Spawn(std::io::Error),
+    /// It ran past its deadline and was killed, with its process group.
+    #[error("timed out after {}s and was stopped", .0.as_secs_f64())]
+    TimedOut(Duration),
+    /// It printed more than allowed.
+    #[error("printed more than {0} bytes and was stopped")]
+    TooMuchOutput(u64),
+    /// Waiting for it failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs `command` with no stdin, for at most `timeout`, taking at most
+/// `stdout_limit` bytes of its stdout.
+pub fn run(
+    mut command: Command,
+    timeout: Duration,
+    stdout_limit: u64,
+) -> Result<Output, CommandError> {
+    let deadline = Instant::now() + timeout;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(CommandError::Spawn)?;
+    let group = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
+    let kill_group = move || {
+        if let Some(group) = group {
+            let _ = kill_process_group(group, Signal::KILL);
+        }
+    };
+    let (stdout_tx, stdout_rx) = mpsc::channel();
+    if let Some(stdout) = child.stdout.take() {
+        std::thread::spawn(move || {
+            let read = read_bounded(stdout, stdout_limit);
+            if read.is_err() {
+                kill_group();
+            }
+            let _ = stdout_tx.send(read);
+        });
+    }
+    let (stderr_tx, stderr_rx) = mpsc::channel();
+    if let Some(stderr) = child.stderr.take() {
+        std::thread::spawn(move || {
+            let mut stderr = stderr;
+            let mut kept = Vec::new();
+            let _ = (&mut stderr)
+                .take(limits::COMMAND_STDERR)
+                .read_to_end(&mut kept);
+            // Drain the rest, so the command never blocks on a full pipe.
+            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+            let _ = stderr_tx.send(kept);
+        });
+    }
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            kill_group();
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(CommandError::TimedOut(timeout));
+        }
+        std::thread::sleep(POLL);
+    };
+    // The command is done; anything it left running in its group goes too,
+    // so that no background child keeps its output open.
+    kill_group();
+    let left = deadline.saturating_duration_since(Instant::now());
+    let stdout = match stdout_rx.recv_timeout(left.max(POLL)) {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(ReadError::TooLarge { limit, .. })) => {
+            return Err(CommandError::TooMuchOutput(limit));
+        }
+        Ok(Err(ReadError::Io(e))) => return Err(CommandError::Io(e)),
+        Ok(Err(other)) => return Err(CommandError::Io(std::io::Error::other(other.to_string()))),
+        Err(_) => return Err(CommandError::TimedOut(timeout)),
+    };
+    let stderr = stderr_rx.recv_timeout(POLL * 20).unwrap_or_default();
+    Ok(Output {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
+/// A `sh -c COMMAND` command, as restic runs `--password-command`.
+pub fn shell(command_line: &str) -> Command {
+    let mut command = Command::new("sh");
+    command.args(["-c", command_line]);
+    command
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHORT: Duration = Duration::from_secs(2);
+
+    #[test]
+    fn returns_output_and_status() {
+        let out = run(shell("echo hello; echo oops >&2; exit 3"), SHORT, 100).expect("runs");
+        assert_eq!(out.stdout, b"hello\n");
+        assert_eq!(out.stderr_line(), "oops");
+        assert_eq!(out.status.code(), Some(3));
+    }
+
+    #[test]
+    fn a_hung_command_is_killed_with_its_group() {
+        let started = Instant::now();
+        let err = run(shell("sleep 1000 & sleep 1000"), SHORT, 100).expect_err("hangs");
+        assert!(matches!(err, CommandError::TimedOut(_)), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_background_child_holding_stdout_does_not_hang() {
+        let out = run(shell("echo pw; sleep 1000 &"), Duration::from_secs(20), 100)
+            .expect("returns once the shell exits");
+        assert_eq!(out.stdout, b"pw\n");
+    }
+
+    #[test]
+    fn endless_output_is_cut_off() {
+        let err = run(shell("yes"), Duration::from_secs(20), 1000).expect_err("too much");
+        assert!(matches!(err, CommandError::TooMuchOutput(1000)), "{err}");
+    }
+}

@@ -1,0 +1,39 @@
+//! How much of any outside input lockwarden reads, in one place. restic's own
+//! files are a few hundred bytes; these bounds are far above anything restic
+//! writes and far below what could exhaust a machine. SECURITY.md has the
+//! table.
+
+/// A lock file (restic writes about 200 bytes). A larger one is reported as
+/// unreadable with its size.
+pub const LOCK_FILE: u64 = 64 * 1024;
+/// A key file (about 450 bytes).
+pub const KEY_FILE: u64 = 64 * 1024;
+/// The repository's `config` (about 250 bytes).
+pub const CONFIG_FILE: u64 = 64 * 1024;
+/// A password, from a file or a command's output.
+pub const PASSWORD: u64 = 64 * 1024;
+/// A repository file (`--repository-file`).
+pub const REPOSITORY_FILE: u64 = 64 * 1024;
+/// A policy component (the default policy is about 200 KiB).
+pub const POLICY: u64 = 64 * 1024 * 1024;
+/// A recorded request for `policy eval` or `policy bench`.
+pub const REQUEST: u64 = 64 * 1024 * 1024;
+/// A host inventory (a PodList of a large cluster is tens of MiB).
+pub const INVENTORY: u64 = 128 * 1024 * 1024;
+/// The watch configuration.
+pub const WATCH_CONFIG: u64 = 1024 * 1024;
+/// A REST listing of `locks/` or `keys/` (100,000 entries are about 10 MiB).
+pub const LISTING_BODY: u64 = 16 * 1024 * 1024;
+/// Entries in `locks/`: more is refused as an error (nothing removed).
+pub const LISTING_ENTRIES: usize = 100_000;
+/// What is kept of an external command's stderr for an error message.
+pub const COMMAND_STDERR: u64 = 4 * 1024;
+/// A lock's hostname and username, in bytes (Linux allows 64 for a hostname,
+/// DNS 253).
+pub const LOCK_NAME_FIELD: usize = 255;
+/// scrypt work one key file may ask for, as N·r·p (restic calibrates to about
+/// 2^20; 2^23 is about 3 s here).
+pub const SCRYPT_WORK_PER_KEY: u64 = 1 << 23;
+/// scrypt work all key files together may ask for before lockwarden stops
+/// trying (20 keys at restic's calibration fit).
+pub const SCRYPT_WORK_TOTAL: u64 = 1 << 25;
