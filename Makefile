@@ -7,7 +7,7 @@ CARGO ?= cargo
 PROFILE_FLAGS := --release
 BIN := target/release/lockwarden
 
-.PHONY: help setup build test lint bench demo clean
+.PHONY: help setup build test lint bench demo fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -58,6 +58,12 @@ bench: setup $(NODE_HOST)/node_modules/.package-lock.json ## Measure against res
 	@command -v /usr/bin/time >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq time >/dev/null; } || { echo "install GNU time (apt-get install time)" >&2; exit 1; }
 	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden -p lockwarden-bench
 	./target/release/lockwarden-bench
+
+# The property tests of every decoder of outside input, with a large budget
+# (make test runs them with proptest's default of 256 cases each).
+FUZZ_CASES ?= 100000
+fuzz: ## Run the decoders' property tests longer (FUZZ_CASES each, default 100000)
+	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test $(PROFILE_FLAGS) -p lockwarden --lib decoders_proptest
 
 demo: build ## Run lockwarden on a built-in example
 	./scripts/demo.sh $(BIN)

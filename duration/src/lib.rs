@@ -68,8 +68,8 @@ pub fn parse(text: &str) -> Option<i64> {
     Some(total)
 }
 
-/// `whole.fraction` units of `scale` nanoseconds; the fraction's digits past
-/// nanosecond precision are dropped, as Go does.
+/// `whole.fraction` units of `scale` nanoseconds, the fraction truncated to
+/// whole nanoseconds (digits past the 19th cannot matter and are dropped).
 fn group(whole: &str, fraction: &str, scale: i64) -> Option<i64> {
     let mut nanos: i64 = 0;
     for digit in whole.bytes() {
@@ -78,15 +78,14 @@ fn group(whole: &str, fraction: &str, scale: i64) -> Option<i64> {
             .checked_add(i64::from(digit - b'0'))?;
     }
     nanos = nanos.checked_mul(scale)?;
-    let mut place = scale;
-    for digit in fraction.bytes() {
-        place /= 10;
-        if place == 0 {
-            break;
-        }
-        nanos = nanos.checked_add(i64::from(digit - b'0') * place)?;
+    let digits = &fraction.as_bytes()[..fraction.len().min(19)];
+    let mut value: u128 = 0;
+    for digit in digits {
+        value = value * 10 + u128::from(digit - b'0');
     }
-    Some(nanos)
+    let exponent = u32::try_from(digits.len()).unwrap_or(19);
+    let part = value * u128::from(scale.unsigned_abs()) / 10u128.pow(exponent);
+    nanos.checked_add(i64::try_from(part).ok()?)
 }
 
 /// Formats nanoseconds the way a person reads an age: `31m5s`, `2h`, `450ms`.

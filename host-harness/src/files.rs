@@ -33,7 +33,7 @@ impl From<std::io::Error> for ReadError {
         match e.kind() {
             ErrorKind::NotFound => ReadError::NotFound,
             _ if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
-                ReadError::NotRegular("a symbolic link")
+                ReadError::NotRegular("a symlink")
             }
             _ => ReadError::Io(e),
         }

@@ -10,6 +10,8 @@
 pub mod caps;
 pub mod command;
 pub mod conformance;
+#[cfg(test)]
+mod decoders_proptest;
 pub mod files;
 pub mod first_seen;
 pub mod limits;

@@ -1,7 +1,7 @@
 //! What the host gives a policy: the time, evidence about lock holders, and a
 //! log. Policies see none of the machine except through these.
 
-mod inventory;
+pub(crate) mod inventory;
 mod live;
 mod process;
 #[cfg(target_os = "linux")]

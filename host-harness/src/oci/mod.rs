@@ -357,7 +357,10 @@ fn check_digest(
 }
 
 /// The one component layer of a WebAssembly artifact's manifest.
-fn wasm_layer(reference: &OciReference, manifest: &[u8]) -> Result<OciDescriptor, OciError> {
+pub(crate) fn wasm_layer(
+    reference: &OciReference,
+    manifest: &[u8],
+) -> Result<OciDescriptor, OciError> {
     let not_wasm = |cause: String| OciError::NotWasmArtifact {
         reference: reference.to_string(),
         cause,

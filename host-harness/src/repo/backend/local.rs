@@ -57,7 +57,7 @@ impl LocalStore {
                 FileType::Directory => {}
                 FileType::Symlink => {
                     return Err(StoreError::Other(format!(
-                        "{}/{name} is a symbolic link; lockwarden never follows one inside a \
+                        "{}/{name} is a symlink; lockwarden never follows one inside a \
                          repository (restic creates none), so it reads and removes nothing there: \
                          replace it by the directory it stands for",
                         self.display
