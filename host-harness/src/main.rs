@@ -11,7 +11,12 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("lockwarden: {error:#}");
+            // The chain may quote a policy's own words or a file's content:
+            // no control character reaches the terminal.
+            eprintln!(
+                "lockwarden: {}",
+                lockwarden::text::escape(&format!("{error:#}"))
+            );
             ExitCode::from(cli::exit_code(&error))
         }
     }

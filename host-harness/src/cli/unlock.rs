@@ -85,7 +85,11 @@ pub fn run(args: &UnlockArgs) -> anyhow::Result<ExitCode> {
                 (Action::Remove, Some(Ok(Removal::Removed))) => "removed",
                 (Action::Remove, Some(Ok(Removal::AlreadyGone))) => "removed (already gone)",
                 (Action::Remove, Some(Err(e))) => {
-                    eprintln!("lockwarden: could not remove {}: {e}", short(id));
+                    eprintln!(
+                        "lockwarden: could not remove {}: {}",
+                        short(id),
+                        escape(&e.to_string())
+                    );
                     continue;
                 }
             };
