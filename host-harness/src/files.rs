@@ -3,7 +3,9 @@
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+
+use rustix::fs::FileType;
 use std::path::Path;
 
 /// Why a file was not read.
@@ -60,28 +62,26 @@ pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> 
 
 /// Reads an opened file if it is a regular file of at most `limit` bytes.
 pub fn read_open_file(file: File, limit: u64) -> Result<Vec<u8>, ReadError> {
-    let meta = file.metadata()?;
-    let kind = meta.file_type();
-    if !kind.is_file() {
-        return Err(ReadError::NotRegular(if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_dir() {
-            "a directory"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "a special file"
-        }));
-    }
-    if meta.len() > limit {
-        return Err(ReadError::TooLarge {
-            size: meta.len(),
-            limit,
-        });
+    let stat = rustix::fs::fstat(&file).map_err(|e| ReadError::from(std::io::Error::from(e)))?;
+    check_regular(FileType::from_raw_mode(stat.st_mode))?;
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    if size > limit {
+        return Err(ReadError::TooLarge { size, limit });
     }
     read_bounded(file, limit)
+}
+
+/// Refuses every file type but a regular file, naming it.
+pub fn check_regular(kind: FileType) -> Result<(), ReadError> {
+    Err(ReadError::NotRegular(match kind {
+        FileType::RegularFile => return Ok(()),
+        FileType::Symlink => "a symlink",
+        FileType::Fifo => "a FIFO",
+        FileType::Directory => "a directory",
+        FileType::CharacterDevice | FileType::BlockDevice => "a device",
+        FileType::Socket => "a socket",
+        FileType::Unknown => "a special file",
+    }))
 }
 
 /// Reads at most `limit` bytes from `reader`; more is an error, not a cut.

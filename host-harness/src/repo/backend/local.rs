@@ -16,7 +16,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, openat, statat, unlinkat};
 use rustix::io::Errno;
 
 use super::{FileInfo, Kind, Removal, Store, StoreError, checked_name};
-use crate::files::{ReadError, read_open_file};
+use crate::files::{ReadError, check_regular, read_open_file};
 use crate::limits;
 
 /// A local repository directory.
@@ -96,9 +96,18 @@ impl LocalStore {
         shown: &str,
         limit: u64,
     ) -> Result<Vec<u8>, StoreError> {
+        // Look before opening: opening a device can have effects of its own.
+        // The type is checked again on the open file, against a swap.
+        let kind = statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            .map(|stat| FileType::from_raw_mode(stat.st_mode))
+            .map_err(|e| ReadError::from(std::io::Error::from(e)));
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let read = openat(dir, name, flags, Mode::empty())
-            .map_err(|e| ReadError::from(std::io::Error::from(e)))
+        let read = kind
+            .and_then(check_regular)
+            .and_then(|()| {
+                openat(&dir, name, flags, Mode::empty())
+                    .map_err(|e| ReadError::from(std::io::Error::from(e)))
+            })
             .and_then(|fd| read_open_file(File::from(fd), limit));
         read.map_err(|e| match e {
             ReadError::NotFound => StoreError::NotFound(format!("{}/{shown}", self.display)),
