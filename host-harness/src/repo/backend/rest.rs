@@ -68,10 +68,11 @@ impl RestStore {
             None => request,
         };
         request.call().map_err(|e| match e {
-            ureq::Error::Io(_)
-            | ureq::Error::ConnectionFailed
-            | ureq::Error::HostNotFound
-            | ureq::Error::Timeout(_) => {
+            ureq::Error::Timeout(_) => StoreError::Unreachable(format!(
+                "{what} at {}: timed out, no answer within --timeout",
+                self.display
+            )),
+            ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
                 StoreError::Unreachable(format!("cannot reach {}: {e}", self.display))
             }
             other => StoreError::Other(format!("{what} at {}: {other}", self.display)),
@@ -113,7 +114,7 @@ impl RestStore {
                     limit,
                 },
                 ureq::Error::Timeout(_) => StoreError::Unreachable(format!(
-                    "{what} at {}: the server stopped answering in time: {e}",
+                    "{what} at {}: timed out, the answer did not arrive within --timeout",
                     self.display
                 )),
                 other => StoreError::Other(format!("{what} at {}: {other}", self.display)),
