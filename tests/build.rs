@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// One component per feature of the `misbehave` crate.
-const BEHAVIOURS: [&str; 10] = [
+const BEHAVIOURS: [&str; 11] = [
     "panic",
     "spin",
     "hog",
@@ -19,6 +19,7 @@ const BEHAVIOURS: [&str; 10] = [
     "snoop",
     "wall-clock",
     "read-file",
+    "remove-unreadable",
 ];
 
 fn main() {

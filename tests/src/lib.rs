@@ -1,6 +1,10 @@
 //! Helpers for lockwarden's end-to-end tests: where the built binary and the
 //! test guests are, and running the binary.
 
+pub mod adversary;
+pub mod fake_rest;
+pub mod fault_proxy;
+pub mod guard;
 pub mod lock_writer;
 pub mod node_host;
 pub mod registry;
@@ -18,8 +22,14 @@ pub fn guest(behaviour: &str) -> PathBuf {
 }
 
 /// The `lockwarden` binary of the same build profile as the running test
-/// (`target/<profile>/deps/e2e-*`) or tool (`target/<profile>/*`).
+/// (`target/<profile>/deps/e2e-*`) or tool (`target/<profile>/*`), unless
+/// `LOCKWARDEN_TEST_BIN` names another.
 pub fn lockwarden_bin() -> PathBuf {
+    // Another build of the binary (an older release, say) to run the same
+    // tests against.
+    if let Some(bin) = std::env::var_os("LOCKWARDEN_TEST_BIN") {
+        return PathBuf::from(bin);
+    }
     let exe = std::env::current_exe().expect("the running binary's path");
     let dir = exe.parent().expect("a directory");
     let candidates = [

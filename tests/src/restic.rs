@@ -197,6 +197,25 @@ impl Holder {
         }
     }
 
+    /// Ends stdin so restic finishes its backup and removes its own lock, and
+    /// returns its exit code (-1 when killed by a signal). Panics if it has
+    /// not exited within 60 s (it is killed first).
+    pub fn finish(mut self) -> i32 {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("poll restic") {
+                return status.code().unwrap_or(-1);
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("restic backup --stdin did not finish within 60 s of its stdin closing");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// SIGKILL: the holder dies and leaves its lock behind.
     pub fn kill(mut self) -> String {
         self.child.kill().expect("kill restic");
@@ -263,6 +282,11 @@ impl RestServer {
 }
 
 impl RestServer {
+    /// `127.0.0.1:<port>`, where the server listens.
+    pub fn addr(&self) -> &str {
+        self.base.rsplit('@').next().unwrap_or(&self.base)
+    }
+
     /// `restic init` of repository `name` on this server.
     pub fn init_repo(&self, name: &str) -> TestRepo {
         let repo = TestRepo::at(format!("rest:{}/{name}", self.base), self.root.join(name));

@@ -68,13 +68,29 @@ impl RestStore {
             None => request,
         };
         request.call().map_err(|e| match e {
-            ureq::Error::Timeout(_) => StoreError::Unreachable(format!(
-                "{what} at {}: timed out, no answer within --timeout",
+            ureq::Error::Timeout(_) => StoreError::Other(format!(
+                "{what} at {}: timed out, the whole answer did not arrive within --timeout",
                 self.display
             )),
-            ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
+            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
                 StoreError::Unreachable(format!("cannot reach {}: {e}", self.display))
             }
+            ureq::Error::Io(ref io)
+                if matches!(
+                    io.kind(),
+                    std::io::ErrorKind::ConnectionRefused
+                        | std::io::ErrorKind::AddrNotAvailable
+                        | std::io::ErrorKind::HostUnreachable
+                        | std::io::ErrorKind::NetworkUnreachable
+                ) =>
+            {
+                StoreError::Unreachable(format!("cannot reach {}: {e}", self.display))
+            }
+            // Connected, then lost: the server is there, the exchange broke.
+            ureq::Error::Io(_) => StoreError::Other(format!(
+                "{what} at {}: the connection broke ({e}); whether the server acted is unknown",
+                self.display
+            )),
             other => StoreError::Other(format!("{what} at {}: {other}", self.display)),
         })
     }
@@ -113,8 +129,8 @@ impl RestStore {
                     size: limit + 1,
                     limit,
                 },
-                ureq::Error::Timeout(_) => StoreError::Unreachable(format!(
-                    "{what} at {}: timed out, the answer did not arrive within --timeout",
+                ureq::Error::Timeout(_) => StoreError::Other(format!(
+                    "{what} at {}: timed out, the whole answer did not arrive within --timeout",
                     self.display
                 )),
                 other => StoreError::Other(format!("{what} at {}: {other}", self.display)),
@@ -148,19 +164,21 @@ pub fn parse_listing(body: &[u8], v2: bool) -> Result<Vec<FileInfo>, serde_json:
 impl Store for RestStore {
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, StoreError> {
         let path = checked_name(kind, name)?;
-        let response = self.send(self.agent.get(self.url(&path)), &path)?;
-        self.body(response, &path, kind.limit())
+        let what = format!("reading {path}");
+        let response = self.send(self.agent.get(self.url(&path)), &what)?;
+        self.body(response, &what, kind.limit())
     }
 
     fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, StoreError> {
         let dir = format!("{}/", kind.dir());
-        let response = self.send(self.agent.get(self.url(&dir)).header("Accept", V2), &dir)?;
+        let what = format!("listing {dir}");
+        let response = self.send(self.agent.get(self.url(&dir)).header("Accept", V2), &what)?;
         let v2 = response
             .headers()
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with(V2));
-        let body = self.body(response, &dir, limits::LISTING_BODY)?;
+        let body = self.body(response, &what, limits::LISTING_BODY)?;
         let files = parse_listing(&body, v2).map_err(|e| {
             StoreError::Other(format!(
                 "listing {dir} at {}: not a REST listing: {e}",
@@ -178,7 +196,10 @@ impl Store for RestStore {
 
     fn remove_lock(&self, id: &str) -> Result<Removal, StoreError> {
         let path = checked_name(Kind::Lock, id)?;
-        let response = self.send(self.agent.delete(self.url(&path)), &path)?;
+        let response = self.send(
+            self.agent.delete(self.url(&path)),
+            &format!("deleting {path}"),
+        )?;
         match response.status().as_u16() {
             200..=299 => Ok(Removal::Removed),
             404 => Ok(Removal::AlreadyGone),

@@ -92,6 +92,13 @@ impl Guest for Misbehave {
             let secret = std::fs::read("/etc/passwd").map(|b| b.len());
             std::hint::black_box(secret.ok());
         }
+        #[cfg(feature = "remove-unreadable")]
+        for verdict in verdicts.iter_mut().skip(request.locks.len()) {
+            // Every lock is kept; every unreadable file is judged stale,
+            // which no host may act on.
+            verdict.action = Action::Remove;
+            verdict.rule = "remove-unreadable".into();
+        }
         Ok(verdicts)
     }
 }

@@ -1,0 +1,203 @@
+//! Evidence that must not be mistaken for proof of death: an inventory that
+//! is empty, stale or about other hosts, and a restic process on the lock's
+//! pid that started after the lock's time. Each test guards one defect of the
+//! trust fixes; its doc comment names the item of the contract.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use lockwarden_tests::adversary::{doc, reason, this_hostname, verdict, warden};
+use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::restic::{Holder, TestRepo};
+use serde_json::{Value, json};
+
+const MINUTE: i64 = 60;
+
+fn pair(action: &str, rule: &str) -> (String, String) {
+    (action.to_owned(), rule.to_owned())
+}
+
+/// Item 1: absence from a host inventory proves a host gone only when the
+/// inventory was read, lists at least one host the regex covers, and was
+/// taken after lockwarden saw the lock. An empty inventory (either format),
+/// one listing only other hosts, or a hosts file older than the lock's
+/// first sighting (or than the listing, without a state dir) proves
+/// nothing: the young lock is kept (`fresh`). A complete, current inventory
+/// still removes the lock of an absent pod and of a pod recreated after the
+/// lock was written.
+#[test]
+fn an_inventory_proves_a_host_gone_only_when_complete_and_current() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+    let written = time_from_now(-2 * MINUTE);
+    let gone = writer.write(&written, "velero-gone-7d9f", 7, false, Encoding::Zstd);
+    let recreated = writer.write(&written, "velero-recreated", 8, false, Encoding::Zstd);
+    let dir = repo.dir.path().to_owned();
+    let file = |name: &str, inventory: &Value| -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, inventory.to_string()).expect("write inventory");
+        path
+    };
+    let judge = |subcommand: &str, source: &[&str]| -> (i32, Value) {
+        let mut args = vec!["--json", "--inventory-hosts", "^velero-"];
+        args.extend_from_slice(source);
+        let out = warden(&repo, subcommand, &args);
+        (out.code, doc(&out))
+    };
+    let long_ago = time_from_now(-24 * 60 * MINUTE);
+    let running =
+        |name: &str, started: &str| json!({"name": name, "started": started, "state": "running"});
+
+    let unproven = [
+        ("an empty PodList", json!({"items": []})),
+        ("an empty list", json!([])),
+        ("only other hosts", json!([running("laptop", &long_ago)])),
+    ];
+    for (what, inventory) in unproven {
+        let path = file("inventory.json", &inventory);
+        let command = format!("cat {}", path.display());
+        let (code, report) = judge("unlock", &["--hosts-command", &command]);
+        assert_eq!(
+            verdict(&report, &gone),
+            pair("keep", "fresh"),
+            "{what}: {}",
+            reason(&report, &gone)
+        );
+        assert_eq!(code, 0, "{what}: {report:#}");
+        assert!(repo.lock_ids().contains(&gone), "{what}: nothing removed");
+    }
+
+    // Complete and taken after the listing (a command runs at each check).
+    let pod_started_late = lockwarden::time::format_rfc3339(
+        lockwarden::time::parse_rfc3339(&written).expect("time") + 60_000_000_000,
+    );
+    let complete = json!([
+        running("velero-node-agent-running", &long_ago),
+        running("velero-recreated", &pod_started_late),
+    ]);
+    let path = file("complete.json", &complete);
+    let command = format!("cat {}", path.display());
+    let (code, report) = judge("check", &["--hosts-command", &command]);
+    assert_eq!(code, 3, "{report:#}");
+    assert_eq!(verdict(&report, &gone), pair("remove", "host-gone"));
+    assert_eq!(verdict(&report, &recreated), pair("remove", "host-gone"));
+
+    // The same inventory as a file written before this run, without a state
+    // dir: it predates the listing and proves nothing.
+    let age_file = |path: &PathBuf, when: SystemTime| {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_modified(when))
+            .expect("set mtime");
+    };
+    let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    age_file(&path, an_hour_ago);
+    let hosts_file = path.to_str().expect("utf-8").to_owned();
+    let (_, report) = judge("check", &["--hosts-file", &hosts_file]);
+    assert_eq!(
+        verdict(&report, &gone),
+        pair("keep", "fresh"),
+        "a hosts file older than the listing: {}",
+        reason(&report, &gone)
+    );
+    // A pod it lists as started after the lock was recreated, however old
+    // the file: presence proves that much.
+    assert_eq!(verdict(&report, &recreated), pair("remove", "host-gone"));
+
+    // With a state dir: older than the first sighting proves nothing ...
+    let state = dir.join("state");
+    let state = state.to_str().expect("utf-8");
+    let (_, report) = judge(
+        "check",
+        &["--hosts-file", &hosts_file, "--state-dir", state],
+    );
+    assert_eq!(
+        verdict(&report, &gone),
+        pair("keep", "fresh"),
+        "a hosts file older than the first sighting: {}",
+        reason(&report, &gone)
+    );
+    // ... rewritten after it, it does.
+    std::fs::write(&path, complete.to_string()).expect("rewrite the inventory");
+    age_file(&path, SystemTime::now());
+    let (code, report) = judge(
+        "check",
+        &["--hosts-file", &hosts_file, "--state-dir", state],
+    );
+    assert_eq!(code, 3, "{report:#}");
+    assert_eq!(verdict(&report, &gone), pair("remove", "host-gone"));
+    assert_eq!(verdict(&report, &recreated), pair("remove", "host-gone"));
+}
+
+/// Item 2: a lock from this machine whose pid now runs a *restic* process
+/// that started after the lock's time is not proof of death (the writer's
+/// clock may be off, or another restic reused the pid): the answer is
+/// `unknown`, so the young lock is kept, with a reason about the clock or
+/// the reuse. A non-restic process (`sleep`) on the pid is still "pid
+/// reused", and a pid that is gone is still dead: both locks are removed.
+#[test]
+fn a_restic_on_the_locks_pid_that_started_later_keeps_a_young_lock() {
+    let repo = TestRepo::init_local();
+    let holder = Holder::start(&repo);
+    let host = this_hostname();
+    let writer = LockWriter::new(&repo);
+    let ten_minutes_ago = time_from_now(-10 * MINUTE);
+    let on_restic = writer.write(
+        &ten_minutes_ago,
+        &host,
+        i64::from(holder.pid),
+        false,
+        Encoding::Zstd,
+    );
+    let mut sleeper = Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .expect("spawn sleep");
+    let on_sleep = writer.write(
+        &ten_minutes_ago,
+        &host,
+        i64::from(sleeper.id()),
+        false,
+        Encoding::Zstd,
+    );
+    let mut finished = Command::new("true").spawn().expect("spawn true");
+    let gone_pid = finished.id();
+    finished.wait().expect("reap true");
+    let on_gone = writer.write(
+        &ten_minutes_ago,
+        &host,
+        i64::from(gone_pid),
+        false,
+        Encoding::Raw,
+    );
+
+    let out = warden(&repo, "check", &["--json"]);
+    let report = doc(&out);
+    let why = reason(&report, &on_restic);
+    assert_eq!(verdict(&report, &on_restic), pair("keep", "fresh"), "{why}");
+    assert!(
+        why.contains("clock") || why.contains("reuse"),
+        "says why the restic process proves nothing: {why}"
+    );
+    assert_eq!(verdict(&report, &on_sleep), pair("remove", "process-dead"));
+    assert!(
+        reason(&report, &on_sleep).contains("pid reused"),
+        "{report:#}"
+    );
+    assert_eq!(verdict(&report, &on_gone), pair("remove", "process-dead"));
+
+    let out = warden(&repo, "unlock", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let left = repo.lock_ids();
+    assert!(left.contains(&on_restic), "the young lock stays: {out:?}");
+    assert!(
+        left.contains(&holder.lock_id),
+        "the holder's own lock stays"
+    );
+    assert!(!left.contains(&on_sleep) && !left.contains(&on_gone));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    drop(holder);
+}

@@ -1,0 +1,592 @@
+//! Hostile repositories: a `locks/` that leads elsewhere, entries in `locks/`
+//! that are not lock files, oversized files, ruinous key files, overlong lock
+//! fields, and the edge cases of removal bookkeeping. Each test guards one
+//! defect of the trust fixes; its doc comment names the item of the contract.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::process::Command;
+
+use lockwarden_tests::adversary::{
+    OLD_TIME, all_output, backup_dated, copy_repo, digits_only, doc, entry, file_type, find,
+    mkfifo, names_limit, problem, snapshot_ids, verdict, warden, warden_at,
+};
+use lockwarden_tests::fake_rest::{FakeRest, Reply, V2};
+use lockwarden_tests::guard::{Guarded, HANG_GUARD, finish_guarded, with_memory_cap};
+use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::restic::{PASSWORD, TestRepo};
+use lockwarden_tests::{Finished, guest};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+const HOUR: i64 = 3600;
+/// Private writable memory a capped lockwarden may map: the engine's stack
+/// pool maps about 2 GiB (untouched), so this leaves lockwarden 2 GiB of real
+/// memory, far more than it needs and far less than the machine has.
+const MEMORY_CAP: u64 = 4 << 30;
+
+/// A lock from another host, two hours old: `expired` under the default
+/// policy, so removed unless something is wrong.
+fn stale_lock(writer: &LockWriter, pid: i64) -> String {
+    writer.write(
+        &time_from_now(-2 * HOUR),
+        "elsewhere",
+        pid,
+        false,
+        Encoding::Raw,
+    )
+}
+
+fn pair(action: &str, rule: &str) -> (String, String) {
+    (action.to_owned(), rule.to_owned())
+}
+
+fn ids(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// `lockwarden <subcommand>` on `repo` with at most [`MEMORY_CAP`] of
+/// writable memory and under the hang guard: for repositories holding
+/// endless devices or FIFOs.
+fn capped(repo: &TestRepo, subcommand: &str, extra: &[&str]) -> Finished {
+    let mut command = repo.lockwarden(subcommand);
+    command.args(extra);
+    let what = format!("lockwarden {subcommand} {extra:?}");
+    Guarded::spawn(&mut with_memory_cap(&command, MEMORY_CAP)).finish_within(HANG_GUARD, &what)
+}
+
+/// Item 3: a `locks/` that is a symlink (here to `snapshots/`) is refused
+/// with an error naming the symlink. Followed, it makes lockwarden judge
+/// every snapshot as a lock: a 2020 snapshot is "expired" and deleted.
+#[test]
+fn a_symlinked_locks_directory_is_refused_and_no_snapshot_is_deleted() {
+    let repo = TestRepo::init_local();
+    let snapshot = backup_dated(&repo, OLD_TIME);
+    let snapshot_file = repo.path.join("snapshots").join(&snapshot);
+    let bytes = fs::read(&snapshot_file).expect("read the snapshot file");
+    fs::remove_dir_all(repo.path.join("locks")).expect("remove locks/");
+    symlink("snapshots", repo.path.join("locks")).expect("symlink locks -> snapshots");
+
+    let unlock = warden(&repo, "unlock", &[]);
+    assert_eq!(
+        fs::read(&snapshot_file).ok().as_ref(),
+        Some(&bytes),
+        "the snapshot file was deleted or changed through the symlinked locks/: {unlock:?}"
+    );
+    assert_eq!(unlock.code, 1, "{unlock:?}");
+    assert!(unlock.stderr.contains("symlink"), "{}", unlock.stderr);
+    let check = warden(&repo, "check", &["--json"]);
+    assert_eq!(check.code, 1, "{check:?}");
+    assert!(check.stderr.contains("symlink"), "{}", check.stderr);
+
+    fs::remove_file(repo.path.join("locks")).expect("remove the symlink");
+    fs::create_dir(repo.path.join("locks")).expect("mkdir locks");
+    assert!(
+        snapshot_ids(&repo).contains(&snapshot),
+        "restic still lists the snapshot"
+    );
+}
+
+/// Item 3: entries of `locks/` named like locks that are not regular files
+/// (a symlink, a FIFO, a directory, a character device) are reported
+/// unreadable, "not a regular file", and left exactly as they are: never
+/// opened (a FIFO would hang the reader, /dev/zero would never end), never
+/// read through (the symlink leads to a valid stale lock of the same name),
+/// never removed. A real stale lock beside them is still removed.
+#[test]
+fn lock_named_entries_that_are_not_regular_files_are_unreadable_and_kept() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+    let locks = repo.path.join("locks");
+    // A valid stale lock moved into a subdirectory (whose name is no lock
+    // id) and reached through a symlink carrying its own name.
+    let linked = stale_lock(&writer, 11);
+    let hidden = locks.join("hidden");
+    fs::create_dir(&hidden).expect("mkdir");
+    fs::rename(locks.join(&linked), hidden.join(&linked)).expect("move the lock");
+    let target_bytes = fs::read(hidden.join(&linked)).expect("read");
+    symlink(format!("hidden/{linked}"), locks.join(&linked)).expect("symlink");
+    let fifo = "f1".repeat(32);
+    mkfifo(&locks.join(&fifo));
+    let directory = "d1".repeat(32);
+    fs::create_dir(locks.join(&directory)).expect("mkdir");
+    let device = "c1".repeat(32);
+    let made = Command::new("mknod")
+        .arg(locks.join(&device))
+        .args(["c", "1", "5"])
+        .status()
+        .expect("run mknod");
+    assert!(made.success(), "mknod (a /dev/zero twin) needs CAP_MKNOD");
+    let stale = stale_lock(&writer, 12);
+    let specials = [
+        (&linked, "symlink"),
+        (&fifo, "fifo"),
+        (&directory, "dir"),
+        (&device, "char-device"),
+    ];
+
+    let out = capped(&repo, "check", &["--json"]);
+    let report = doc(&out);
+    for (id, kind) in specials {
+        let problem = problem(&report, id);
+        assert!(
+            problem.contains("not a regular file"),
+            "{kind} {id}: {problem}"
+        );
+        assert_eq!(verdict(&report, id), pair("keep", "unreadable"), "{kind}");
+    }
+    assert_eq!(verdict(&report, &stale), pair("remove", "expired"));
+
+    let out = capped(&repo, "unlock", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let left = repo.lock_ids();
+    for (id, kind) in specials {
+        assert!(left.contains(id.as_str()), "the {kind} was removed");
+        assert_eq!(file_type(&locks.join(id)), kind, "the {kind} is unchanged");
+    }
+    assert!(!left.contains(&stale), "the real stale lock is removed");
+    assert_eq!(
+        fs::read(hidden.join(&linked)).ok(),
+        Some(target_bytes),
+        "the symlink's target is untouched"
+    );
+}
+
+/// Item 3: a snapshot (or index) file copied into `locks/` under its own
+/// name decrypts with the repository key and matches its hash, but is not a
+/// lock: lock JSON must have `time`, `exclusive`, `hostname`, `username` and
+/// `pid`. It is unreadable ("not a lock") and kept; a 2020 snapshot must not
+/// be judged an expired lock and deleted. A lock lacking `pid` and
+/// `exclusive` is unreadable too.
+#[test]
+fn a_snapshot_copied_into_locks_under_its_own_name_is_not_a_lock() {
+    let repo = TestRepo::init_local();
+    let snapshot = backup_dated(&repo, OLD_TIME);
+    let locks = repo.path.join("locks");
+    fs::copy(
+        repo.path.join("snapshots").join(&snapshot),
+        locks.join(&snapshot),
+    )
+    .expect("copy the snapshot into locks/");
+    let index = fs::read_dir(repo.path.join("index"))
+        .expect("index/")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .next()
+        .expect("an index file");
+    fs::copy(repo.path.join("index").join(&index), locks.join(&index)).expect("copy the index");
+    let writer = LockWriter::new(&repo);
+    let partial = writer.write_json(
+        &json!({"time": time_from_now(-2 * HOUR), "hostname": "elsewhere", "username": "u"})
+            .to_string(),
+        Encoding::Raw,
+    );
+    let stale = stale_lock(&writer, 13);
+
+    let out = warden(&repo, "check", &["--json"]);
+    let report = doc(&out);
+    for id in [&snapshot, &index] {
+        let problem = problem(&report, id);
+        assert!(problem.contains("not a lock"), "{id}: {problem}");
+        assert_eq!(verdict(&report, id), pair("keep", "unreadable"));
+    }
+    assert!(
+        find(&report, "unreadable", &partial).is_some(),
+        "a lock without pid and exclusive is unreadable: {report:#}"
+    );
+    assert_eq!(verdict(&report, &stale), pair("remove", "expired"));
+
+    let out = warden(&repo, "unlock", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        repo.lock_ids(),
+        ids(&[&snapshot, &index, &partial]),
+        "only the real stale lock goes"
+    );
+    assert!(snapshot_ids(&repo).contains(&snapshot));
+}
+
+/// Item 4: a policy that answers `remove` for an unreadable file has failed:
+/// lockwarden says so ("unreadable"), exits 1 and removes nothing at all.
+#[test]
+fn a_policy_judging_an_unreadable_file_stale_removes_nothing() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+    let corrupt = writer.write_bytes(&[0x5a; 200]);
+    let empty = "0e".repeat(32);
+    writer.write_named(&empty, b"");
+    let lock = stale_lock(&writer, 14);
+    let before = ids(&[&corrupt, &empty, &lock]);
+    let policy = guest("remove-unreadable");
+    let policy = policy.to_str().expect("utf-8");
+
+    let out = warden(&repo, "unlock", &["--policy", policy]);
+    assert_eq!(repo.lock_ids(), before, "nothing was removed: {out:?}");
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("unreadable"), "{}", out.stderr);
+    let check = warden(&repo, "check", &["--policy", policy]);
+    assert_eq!(check.code, 1, "{check:?}");
+    assert!(check.stderr.contains("unreadable"), "{}", check.stderr);
+}
+
+/// Item 7: a lock file over 64 KiB is unreadable without being read into
+/// memory; its problem says its size in bytes and the JSON report gives its
+/// real size. A 1 GiB sparse file and a 70 KiB one are both kept.
+#[test]
+fn oversized_lock_files_are_unreadable_with_their_real_size() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+    let huge = "ab".repeat(32);
+    let file = fs::File::create(repo.path.join("locks").join(&huge)).expect("create");
+    file.set_len(1 << 30).expect("a sparse 1 GiB file");
+    drop(file);
+    let big_bytes: Vec<u8> = (0..70 * 1024u32).map(|i| (i * 7 % 251) as u8).collect();
+    let big = writer.write_bytes(&big_bytes);
+
+    let out = warden(&repo, "check", &["--json"]);
+    let report = doc(&out);
+    for (id, size) in [(&huge, 1u64 << 30), (&big, 70 * 1024)] {
+        let unreadable = find(&report, "unreadable", id)
+            .unwrap_or_else(|| panic!("{id} is not reported unreadable: {report:#}"));
+        assert_eq!(unreadable["size"], size, "its real size: {unreadable}");
+        let problem = digits_only(&problem(&report, id));
+        assert!(
+            problem.contains(&size.to_string()) && problem.contains("bytes"),
+            "the problem says the size: {problem}"
+        );
+        assert_eq!(verdict(&report, id), pair("keep", "unreadable"));
+    }
+
+    let out = warden(&repo, "unlock", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(repo.lock_ids(), ids(&[&huge, &big]));
+}
+
+/// Item 7: the repository's own files have limits too. A key file over
+/// 64 KiB is not used (here the only one: "no usable key file"), a config
+/// over 64 KiB is refused, and a REST listing of `locks/` over 16 MiB is
+/// refused; each time nothing is removed.
+#[test]
+fn oversized_key_config_and_rest_listing_are_refused() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+
+    // A key file padded past 64 KiB, the only key of a copy.
+    let padded_key = copy_repo(&repo, "padded-key");
+    let stale = stale_lock(&LockWriter::for_dir(&padded_key, PASSWORD), 15);
+    let (key_name, mut key) = only_key(&padded_key);
+    key["padding"] = json!("k".repeat(70 * 1024));
+    replace_key(&padded_key, &key_name, &key);
+    let out = warden_at(&repo, &padded_key, "unlock", &[]);
+    assert!(
+        padded_key.join("locks").join(&stale).exists(),
+        "nothing removed: {out:?}"
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("no usable key file"), "{}", out.stderr);
+
+    // A config padded past 64 KiB, sealed with the real master key.
+    let padded_config = copy_repo(&repo, "padded-config");
+    let stale = stale_lock(&LockWriter::for_dir(&padded_config, PASSWORD), 16);
+    let (_, key) = only_key(&padded_config);
+    let master = lockwarden::repo::keys::open(key.to_string().as_bytes(), PASSWORD.as_bytes())
+        .expect("the password opens the key");
+    let config_out = repo.restic(&["cat", "config", "--no-lock"]);
+    let mut config: Value = serde_json::from_str(&config_out.stdout).expect("config JSON");
+    config["padding"] = json!("c".repeat(70 * 1024));
+    let sealed = master.seal(config.to_string().as_bytes(), [7; 16]);
+    fs::write(padded_config.join("config"), sealed).expect("write config");
+    let out = warden_at(&repo, &padded_config, "unlock", &[]);
+    assert!(
+        padded_config.join("locks").join(&stale).exists(),
+        "nothing removed: {out:?}"
+    );
+    assert!(
+        !matches!(out.code, 0 | 3),
+        "an oversized config is an error: {out:?}"
+    );
+    assert!(out.stderr.contains("config"), "{}", out.stderr);
+
+    // A REST listing of locks/ past 16 MiB: one real stale lock, then
+    // whitespace (valid JSON all the same).
+    let stale = stale_lock(&writer, 17);
+    let listed = stale.clone();
+    let server = FakeRest::start(&repo.path, move |method, path| {
+        if method == "GET" && path == "locks/" {
+            let mut body = format!(r#"[{{"name": "{listed}", "size": 300}}"#).into_bytes();
+            body.resize(body.len() + (17 << 20), b' ');
+            body.push(b']');
+            Reply::Body(V2, body)
+        } else {
+            Reply::Default
+        }
+    });
+    let mut command = lockwarden_tests::lockwarden(&repo.dir.path().join("cache"));
+    command
+        .args(["unlock", "-r", &server.location, "-p"])
+        .arg(repo.password_file());
+    let out = finish_guarded(&mut command);
+    assert!(repo.lock_ids().contains(&stale), "nothing removed: {out:?}");
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        names_limit(&out.stderr, 16 << 20),
+        "names the 16 MiB limit: {}",
+        out.stderr
+    );
+}
+
+/// Item 7: at most 100,000 entries in `locks/`. A directory stuffed with
+/// more is an error naming the limit, and nothing is removed (not even the
+/// one real stale lock among them).
+#[test]
+fn more_than_100000_entries_in_locks_are_refused_and_nothing_is_removed() {
+    let repo = TestRepo::init_local();
+    let stale = stale_lock(&LockWriter::new(&repo), 18);
+    let locks = repo.path.join("locks");
+    for n in 0..100_001u64 {
+        fs::File::create(locks.join(format!("{n:064x}"))).expect("create an empty entry");
+    }
+    let out = warden(&repo, "unlock", &[]);
+    assert!(
+        locks.join(&stale).exists(),
+        "nothing removed: {}",
+        out.stderr
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let said = digits_only(&out.stderr).replace(' ', "");
+    assert!(
+        said.contains("100000"),
+        "names the limit of 100,000 entries: {}",
+        out.stderr
+    );
+}
+
+/// The only key file of the repository directory `path`: its name and JSON.
+fn only_key(path: &std::path::Path) -> (String, Value) {
+    let entries: Vec<_> = fs::read_dir(path.join("keys"))
+        .expect("keys/")
+        .filter_map(Result::ok)
+        .collect();
+    assert_eq!(entries.len(), 1, "one key file");
+    let name = entries[0].file_name().to_string_lossy().into_owned();
+    let json =
+        serde_json::from_slice(&fs::read(entries[0].path()).expect("read key")).expect("JSON");
+    (name, json)
+}
+
+/// Replaces key file `old` of `path` by `key`, stored under the SHA-256 of
+/// its bytes as restic names key files.
+fn replace_key(path: &std::path::Path, old: &str, key: &Value) -> String {
+    let bytes = key.to_string().into_bytes();
+    let name = hex::encode(Sha256::digest(&bytes));
+    fs::remove_file(path.join("keys").join(old)).expect("remove the old key");
+    fs::write(path.join("keys").join(&name), bytes).expect("write the new key");
+    name
+}
+
+/// Item 8: a key file whose scrypt parameters would cost N*r*p > 2^23
+/// (N=2^20, r=8, p=64: a GiB of memory, 64 times over) is unusable, named
+/// "scrypt", without running scrypt; with no usable key at all lockwarden
+/// exits 1 "no usable key file" (also for garbage key files). A wrong
+/// password stays exit 12, and an empty password is bad usage (exit 2).
+#[test]
+fn ruinous_or_garbage_key_files_are_not_usable_and_an_empty_password_is_refused() {
+    let repo = TestRepo::init_local();
+
+    let ruinous = copy_repo(&repo, "ruinous-key");
+    let (name, mut key) = only_key(&ruinous);
+    key["N"] = json!(1_048_576);
+    key["r"] = json!(8);
+    key["p"] = json!(64);
+    replace_key(&ruinous, &name, &key);
+    let out = warden_at(&repo, &ruinous, "check", &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("scrypt"), "{}", out.stderr);
+    assert!(out.stderr.contains("no usable key file"), "{}", out.stderr);
+
+    let garbage = copy_repo(&repo, "garbage-key");
+    let (name, _) = only_key(&garbage);
+    fs::remove_file(garbage.join("keys").join(&name)).expect("rm key");
+    let junk = b"this is not a key file".to_vec();
+    fs::write(
+        garbage
+            .join("keys")
+            .join(hex::encode(Sha256::digest(&junk))),
+        &junk,
+    )
+    .expect("write junk key");
+    let out = warden_at(&repo, &garbage, "check", &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("no usable key file"), "{}", out.stderr);
+
+    let wrong = repo.dir.path().join("wrong-password");
+    fs::write(&wrong, "not the password").expect("write");
+    let out = finish_guarded(
+        lockwarden_tests::lockwarden(&repo.dir.path().join("cache"))
+            .args(["check", "-r", &repo.location, "-p"])
+            .arg(&wrong),
+    );
+    assert_eq!(out.code, 12, "a wrong password stays exit 12: {out:?}");
+
+    let empty = repo.dir.path().join("empty-password");
+    fs::write(&empty, "\n").expect("write");
+    let out = finish_guarded(
+        lockwarden_tests::lockwarden(&repo.dir.path().join("cache"))
+            .args(["check", "-r", &repo.location, "-p"])
+            .arg(&empty),
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("empty"), "{}", out.stderr);
+}
+
+/// Item 9: a hostname or username over 255 bytes makes that lock unreadable,
+/// naming the field; every other lock is judged as usual (a 255-byte
+/// hostname is fine, and a stale lock beside the bad ones is removed).
+#[test]
+fn overlong_hostnames_and_usernames_make_only_their_lock_unreadable() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+    let old = time_from_now(-2 * HOUR);
+    let lock = |hostname: &str, username: &str| {
+        writer.write_json(
+            &json!({"time": old, "exclusive": false, "hostname": hostname,
+                    "username": username, "pid": 21, "uid": 0, "gid": 0})
+            .to_string(),
+            Encoding::Zstd,
+        )
+    };
+    let long_host = lock(&"h".repeat(1000), "u");
+    let long_user = lock("elsewhere", &"u".repeat(300));
+    let limit_host = lock(&"l".repeat(255), "u");
+    let stale = stale_lock(&writer, 22);
+
+    let out = warden(&repo, "check", &["--json"]);
+    let report = doc(&out);
+    assert!(
+        problem(&report, &long_host).contains("hostname"),
+        "{report:#}"
+    );
+    assert!(
+        problem(&report, &long_user).contains("username"),
+        "{report:#}"
+    );
+    for id in [&long_host, &long_user] {
+        assert_eq!(verdict(&report, id), pair("keep", "unreadable"));
+    }
+    assert_eq!(verdict(&report, &limit_host), pair("remove", "expired"));
+    assert_eq!(verdict(&report, &stale), pair("remove", "expired"));
+
+    let out = warden(&repo, "unlock", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(repo.lock_ids(), ids(&[&long_host, &long_user]));
+}
+
+/// Item 14: when a removal fails, the text summary counts only the locks
+/// actually removed (here the server refuses one of two deletions).
+#[test]
+fn after_a_failed_removal_the_summary_counts_only_what_was_removed() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+    let removable = stale_lock(&writer, 31);
+    let refused = stale_lock(&writer, 32);
+    let refused_path = format!("locks/{refused}");
+    let server = FakeRest::start(&repo.path, move |method, path| {
+        if method == "DELETE" && path == refused_path {
+            Reply::Status(500)
+        } else {
+            Reply::Default
+        }
+    });
+    let mut command = lockwarden_tests::lockwarden(&repo.dir.path().join("cache"));
+    command
+        .args(["unlock", "-r", &server.location, "-p"])
+        .arg(repo.password_file());
+    let out = finish_guarded(&mut command);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(repo.lock_ids(), ids(&[&refused]), "{out:?}");
+    assert!(!repo.lock_ids().contains(&removable));
+    let summary = out
+        .stdout
+        .lines()
+        .find(|l| l.contains(" unreadable: "))
+        .unwrap_or_else(|| panic!("no summary line: {}", out.stdout));
+    assert!(
+        summary.contains("1 removed") && !summary.contains("2 removed"),
+        "{summary}"
+    );
+}
+
+/// Item 14: a repository without `locks/` (restic creates it lazily on some
+/// backends) simply has no locks.
+#[test]
+fn a_repository_without_a_locks_directory_has_no_locks() {
+    let repo = TestRepo::init_local();
+    fs::remove_dir_all(repo.path.join("locks")).expect("remove locks/");
+    let out = warden(&repo, "check", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("no locks"), "{}", out.stdout);
+    let out = warden(&repo, "unlock", &["--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(doc(&out)["summary"]["locks"], 0);
+}
+
+/// Item 14: a repository path that is a regular file is "no repository"
+/// (exit 10), like a missing directory.
+#[test]
+fn a_repository_path_that_is_a_regular_file_exits_10() {
+    let repo = TestRepo::init_local();
+    let file = repo.dir.path().join("not-a-repository");
+    fs::write(&file, "just a file").expect("write");
+    let out = warden_at(&repo, &file, "check", &[]);
+    assert_eq!(out.code, 10, "{out:?}");
+    assert!(
+        out.stderr.contains("no restic repository at"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Item 14: `policy eval` of a request that is not UTF-8 says the request is
+/// invalid (exit 2), not "check the path" (the path was fine).
+#[test]
+fn policy_eval_of_a_non_utf8_request_does_not_blame_the_path() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let request = dir.path().join("request.json");
+    fs::write(&request, b"{\"now\": \"\xff\xfe\"}").expect("write");
+    let out = finish_guarded(
+        lockwarden_tests::lockwarden(&dir.path().join("cache"))
+            .args(["policy", "eval", "--request"])
+            .arg(&request),
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(!all_output(&out).contains("check the path"), "{out:?}");
+}
+
+/// Item 14: durations with fractions (`1.5h`, as Go's ParseDuration takes
+/// them) are accepted as settings and mean what they say.
+#[test]
+fn a_fractional_stale_after_is_accepted() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+    let older = writer.write(
+        &time_from_now(-100 * 60),
+        "elsewhere",
+        41,
+        false,
+        Encoding::Raw,
+    );
+    let younger = writer.write(
+        &time_from_now(-80 * 60),
+        "elsewhere",
+        42,
+        false,
+        Encoding::Raw,
+    );
+    let out = warden(&repo, "check", &["--json", "--set", "stale-after=1.5h"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let report = doc(&out);
+    assert_eq!(verdict(&report, &older), pair("remove", "expired"));
+    assert_eq!(verdict(&report, &younger), pair("keep", "fresh"));
+    let _ = entry(&report, &younger);
+}

@@ -1,0 +1,174 @@
+//! `watch` under stress: a repository stuck in a password command, a
+//! configuration it must refuse at start, and a metrics client that never
+//! reads. Item 10 of the trust fixes.
+
+use std::io::Write;
+use std::net::{Shutdown, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use lockwarden_tests::guard::{Guarded, KillOnDrop, processes_with, unique_sleep, wait_until};
+use lockwarden_tests::lockwarden;
+use lockwarden_tests::restic::{TestRepo, free_port};
+
+/// How long `watch` may take to stop or to refuse its configuration before
+/// the test calls it hung: generous, not a timing assertion.
+const STOP_GUARD: Duration = Duration::from_secs(10);
+/// How long a configuration `watch` must refuse may run before the test
+/// calls it started.
+const START_GUARD: Duration = Duration::from_secs(30);
+
+/// Writes a watch configuration for `repo` with the given repository keys
+/// (`password_*`, `interval`, `settings`, ...) and top-level lines.
+fn config(repo: &TestRepo, top: &str, keys: &str) -> PathBuf {
+    let path = repo.dir.path().join("watch.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "state_dir = \"{state}\"\n{top}\n\n[[repository]]\nname = \"r\"\nrepository = \"{location}\"\n{keys}\n",
+            state = repo.dir.path().join("state").display(),
+            location = repo.location,
+        ),
+    )
+    .expect("write config");
+    path
+}
+
+fn watch(repo: &TestRepo, config: &PathBuf) -> Guarded {
+    Guarded::spawn(
+        lockwarden(&repo.dir.path().join("cache"))
+            .args(["watch", "--config"])
+            .arg(config),
+    )
+}
+
+fn password_file_key(repo: &TestRepo) -> String {
+    format!("password_file = \"{}\"", repo.password_file().display())
+}
+
+/// Item 10: SIGTERM stops `watch` promptly (about 2 s; the guard here is
+/// 10 s) even while a repository's check is stuck in a password command
+/// that never ends.
+#[test]
+fn watch_stops_on_sigterm_while_a_repository_hangs() {
+    let repo = TestRepo::init_local();
+    let sleep = unique_sleep();
+    let _cleanup = KillOnDrop(sleep.clone());
+    let path = config(
+        &repo,
+        "",
+        &format!("password_command = \"{sleep}\"\ninterval = \"2s\""),
+    );
+    let watch = watch(&repo, &path);
+    wait_until("the password command runs", || {
+        !processes_with(&sleep).is_empty()
+    });
+    watch.signal("TERM");
+    let out = watch
+        .wait_within(STOP_GUARD)
+        .unwrap_or_else(|out| panic!("watch did not stop on SIGTERM: {out:?}"));
+    assert_eq!(out.code, 0, "a clean stop: {out:?}");
+}
+
+/// Item 10: an `interval` under one second is refused at start (exit 2),
+/// instead of checking the repository in a tight loop.
+#[test]
+fn watch_refuses_a_sub_second_interval_at_start() {
+    let repo = TestRepo::init_local();
+    let path = config(
+        &repo,
+        "",
+        &format!("{}\ninterval = \"500ms\"", password_file_key(&repo)),
+    );
+    let out = watch(&repo, &path)
+        .wait_within(START_GUARD)
+        .unwrap_or_else(|out| panic!("watch started with interval 500ms: {out:?}"));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("interval"), "{}", out.stderr);
+}
+
+/// Item 10: a setting the policy refuses (`stale-after = "0"`) is refused at
+/// start (exit 2), not logged as a failed check forever.
+#[test]
+fn watch_refuses_a_setting_the_policy_rejects_at_start() {
+    let repo = TestRepo::init_local();
+    let path = config(
+        &repo,
+        "",
+        &format!(
+            "{}\ninterval = \"1h\"\nsettings = {{ stale-after = \"0\" }}",
+            password_file_key(&repo)
+        ),
+    );
+    let out = watch(&repo, &path)
+        .wait_within(START_GUARD)
+        .unwrap_or_else(|out| panic!("watch started with stale-after = 0: {out:?}"));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("stale-after"), "{}", out.stderr);
+}
+
+/// GET /metrics with a 20 s hang guard; the body, or why it failed.
+fn scrape(addr: &str) -> Result<String, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(20)))
+        .build()
+        .into();
+    agent
+        .get(&format!("http://{addr}/metrics"))
+        .call()
+        .map_err(|e| e.to_string())
+        .and_then(|mut r| r.body_mut().read_to_string().map_err(|e| e.to_string()))
+}
+
+/// Item 10: `/metrics` keeps answering other clients while one client sends
+/// request after request and never reads the answers.
+#[test]
+fn metrics_answer_other_clients_while_one_client_never_reads() {
+    let repo = TestRepo::init_local();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let path = config(
+        &repo,
+        &format!("metrics_addr = \"{addr}\""),
+        &format!("{}\ninterval = \"1h\"", password_file_key(&repo)),
+    );
+    let watch = watch(&repo, &path);
+    wait_until("metrics are served", || {
+        scrape(&addr).is_ok_and(|m| m.contains("lockwarden_"))
+    });
+
+    let hog = TcpStream::connect(&addr).expect("connect");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (mut hog, stop) = (hog.try_clone().expect("clone"), stop.clone());
+        std::thread::spawn(move || {
+            let request = b"GET /metrics HTTP/1.1\r\nHost: hog\r\n\r\n";
+            while !stop.load(Ordering::SeqCst) && hog.write_all(request).is_ok() {}
+        })
+    };
+    // Ten scrapes over a few seconds, while the hog fills its socket; stop
+    // at the first that fails.
+    let mut failure = None;
+    for attempt in 0..10 {
+        std::thread::sleep(Duration::from_millis(300));
+        match scrape(&addr) {
+            Ok(m) if m.contains("lockwarden_") => {}
+            other => {
+                failure = Some(format!("attempt {attempt}: {other:?}"));
+                break;
+            }
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    let _ = hog.shutdown(Shutdown::Both);
+    let _ = writer.join();
+    watch.signal("TERM");
+    let out = watch.wait_within(STOP_GUARD);
+    assert!(
+        failure.is_none(),
+        "metrics stopped answering while one client did not read: {failure:?}"
+    );
+    let out = out.unwrap_or_else(|out| panic!("watch did not stop on SIGTERM: {out:?}"));
+    assert_eq!(out.code, 0, "{out:?}");
+}

@@ -1,0 +1,461 @@
+//! A REST server that misbehaves: lockwarden reaches it through a
+//! [`FaultProxy`] that injects one fault into the lock reads, the lock
+//! listing, or the lock deletions, with `--timeout 2s`. Whatever happens,
+//! every run ends, says what went wrong, and removes nothing that a clean run
+//! did not judge stale; a deletion that fails is reported as failed.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use lockwarden_tests::Finished;
+use lockwarden_tests::fault_proxy::{Fault, FaultProxy, Filter};
+use lockwarden_tests::guard::{Guarded, HANG_GUARD};
+use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::restic::{Holder, REST_PASS, REST_USER, RestServer, TestRepo};
+use serde_json::Value;
+
+/// The per-request timeout every run through the proxy is given.
+const TIMEOUT: &str = "2s";
+/// How long the proxy's delay fault waits: well beyond [`TIMEOUT`].
+const DELAY: Duration = Duration::from_secs(10);
+/// How many stale locks each scenario holds.
+const STALE: usize = 3;
+
+/// A REST repository with a live restic holder; each scenario seeds its own
+/// stale locks beside the holder's.
+struct Scene {
+    _dir: tempfile::TempDir,
+    server: RestServer,
+    repo: TestRepo,
+    writer: LockWriter,
+    holder: Option<Holder>,
+}
+
+/// The locks one scenario starts with.
+struct Seeded {
+    /// Stale locks: two hours old, shared, from a host nobody knows.
+    stale: Vec<String>,
+    /// A young lock from another host, kept (rule `fresh`).
+    fresh: String,
+    /// Every lock id in the repository after seeding.
+    all: BTreeSet<String>,
+    /// The ids a clean run (no proxy) judges `remove`.
+    clean_stale: BTreeSet<String>,
+}
+
+impl Scene {
+    /// A server, a repository on it, and a live `restic backup --stdin`
+    /// holding a lock there.
+    fn new() -> Scene {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let server = RestServer::start(&dir.path().join("served"));
+        let repo = server.init_repo("repo");
+        let writer = LockWriter::new(&repo);
+        let holder = Holder::start(&repo);
+        Scene {
+            _dir: dir,
+            server,
+            repo,
+            writer,
+            holder: Some(holder),
+        }
+    }
+
+    /// The live holder's lock.
+    fn live(&self) -> &str {
+        &self.holder.as_ref().expect("the holder runs").lock_id
+    }
+
+    /// Removes every lock but the holder's (what earlier scenarios left),
+    /// writes [`STALE`] stale locks and a fresh one, and asks a clean run
+    /// which it would remove.
+    fn seed(&self) -> Seeded {
+        let live = self.live().to_owned();
+        for id in self.repo.lock_ids() {
+            if id != live {
+                let _ = std::fs::remove_file(self.repo.path.join("locks").join(&id));
+            }
+        }
+        let stale: Vec<String> = (0..STALE)
+            .map(|n| {
+                self.writer.write(
+                    &time_from_now(-2 * 3600),
+                    "far-host",
+                    4000 + n as i64,
+                    // Shared: restic checks the other locks again just after
+                    // writing its own, and an exclusive lock seen then would
+                    // make the holder give up.
+                    false,
+                    if n % 2 == 0 {
+                        Encoding::Zstd
+                    } else {
+                        Encoding::Raw
+                    },
+                )
+            })
+            .collect();
+        let fresh = self.writer.write(
+            &time_from_now(-5 * 60),
+            "near-host",
+            4100,
+            false,
+            Encoding::Raw,
+        );
+        let all = self.repo.lock_ids();
+        let clean = run(&self.repo, "check", &["--json"]);
+        assert_eq!(
+            clean.code, 3,
+            "a clean check finds the stale locks: {clean:?}"
+        );
+        let doc = parse(&clean);
+        let clean_stale = removals(&doc);
+        assert_eq!(
+            clean_stale,
+            stale.iter().cloned().collect::<BTreeSet<_>>(),
+            "a clean run judges exactly the seeded stale locks stale: {doc:#}"
+        );
+        Seeded {
+            stale,
+            fresh,
+            all,
+            clean_stale,
+        }
+    }
+
+    /// Starts a proxy in front of the server that injects `fault` into the
+    /// requests `filter` selects, and the same repository as seen through it.
+    fn through(&self, filter: Filter, fault: Fault) -> (FaultProxy, TestRepo) {
+        let proxy = FaultProxy::start(self.server.addr(), filter, fault);
+        let via = TestRepo::at(
+            format!("rest:http://{REST_USER}:{REST_PASS}@{}/repo", proxy.addr),
+            self.repo.path.clone(),
+        );
+        (proxy, via)
+    }
+
+    /// The holder ends its backup; it must exit 0 and take its lock along.
+    fn finish(mut self) {
+        let holder = self.holder.take().expect("the holder runs");
+        let live = holder.lock_id.clone();
+        assert_eq!(holder.finish(), 0, "the live restic backup succeeded");
+        assert!(
+            !self.repo.lock_ids().contains(&live),
+            "restic removed its own lock"
+        );
+    }
+}
+
+/// Runs `lockwarden <command> --timeout 2s <extra>` on `via` (the
+/// repository directly, or through a proxy) under the hang guard.
+fn run(via: &TestRepo, command: &str, extra: &[&str]) -> Finished {
+    let what = format!("lockwarden {command} {}", extra.join(" "));
+    let out = Guarded::spawn(
+        via.lockwarden(command)
+            .args(["--timeout", TIMEOUT])
+            .args(extra),
+    )
+    .finish_within(HANG_GUARD, &what);
+    assert!(
+        !out.stdout.contains(REST_PASS) && !out.stderr.contains(REST_PASS),
+        "the server password is never printed: {out:?}"
+    );
+    out
+}
+
+/// The JSON document a run printed.
+fn parse(out: &Finished) -> Value {
+    serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("not a JSON document ({e}): {out:?}"))
+}
+
+/// The ids a check document judges `remove`.
+fn removals(doc: &Value) -> BTreeSet<String> {
+    ["locks", "unreadable"]
+        .iter()
+        .flat_map(|k| doc[*k].as_array().into_iter().flatten())
+        .filter(|l| l["action"] == "remove")
+        .map(|l| l["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+/// The ids listed under `key` (`removed`, `failed`) in an unlock document.
+fn listed(doc: &Value, key: &str) -> BTreeSet<String> {
+    doc[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} list in {doc:#}"))
+        .iter()
+        .map(|e| e["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+/// Words of which a message about `fault` must contain one (lowercase).
+fn words_for(fault: Fault) -> &'static [&'static str] {
+    match fault {
+        Fault::Delay(_) | Fault::Drip(_) => &["timed out", "timeout"],
+        Fault::Status(_) => &["503"],
+        Fault::ResetMidBody => &["reset", "connection", "closed", "eof", "disconnect"],
+        Fault::Truncate => &[
+            "eof",
+            "truncat",
+            "closed",
+            "incomplete",
+            "content-length",
+            "end of",
+            "short",
+            "disconnect",
+        ],
+    }
+}
+
+/// Whether `text` names the problem `fault` causes.
+fn names(text: &str, fault: Fault) -> bool {
+    let text = text.to_lowercase();
+    words_for(fault).iter().any(|w| text.contains(w))
+}
+
+/// A run that failed as a whole: exit 1, a message naming the problem, and
+/// not one lock removed.
+fn assert_failed_cleanly(
+    what: &str,
+    out: &Finished,
+    fault: Fault,
+    before: &BTreeSet<String>,
+    repo: &TestRepo,
+) {
+    assert_eq!(out.code, 1, "{what}: exit 1 on {fault}: {out:?}");
+    assert!(
+        names(&out.stderr, fault),
+        "{what}: the error names the problem ({fault}; one of {:?}): {}",
+        words_for(fault),
+        out.stderr
+    );
+    assert_eq!(
+        &repo.lock_ids(),
+        before,
+        "{what}: nothing removed after {fault}"
+    );
+}
+
+/// The lock-level invariant of every run: nothing removed that a clean run
+/// kept; the live holder's and the fresh lock are still there.
+fn assert_only_stale_removed(what: &str, scene: &Scene, seeded: &Seeded, fault: Fault) {
+    let now = scene.repo.lock_ids();
+    let gone: BTreeSet<String> = seeded.all.difference(&now).cloned().collect();
+    assert!(
+        gone.is_subset(&seeded.clean_stale),
+        "{what} after {fault}: removed {gone:?}, of which not judged stale by a clean run: {:?}",
+        gone.difference(&seeded.clean_stale).collect::<Vec<_>>()
+    );
+    assert!(now.contains(scene.live()), "{what}: the live lock stays");
+    assert!(now.contains(&seeded.fresh), "{what}: the fresh lock stays");
+}
+
+/// A fault on reading one stale lock file: either that lock is reported
+/// unreadable and kept while the others are judged and removed as usual, or
+/// the whole run fails, names the problem and removes nothing.
+#[test]
+fn a_faulty_lock_read_makes_that_lock_unreadable_or_fails_the_run() {
+    let scene = Scene::new();
+    for fault in Fault::all(DELAY) {
+        let seeded = scene.seed();
+        let victim = seeded.stale[1].clone();
+        let (proxy, via) = scene.through(Filter::lock_read(Some(&victim)), fault);
+        let before = scene.repo.lock_ids();
+
+        let check = run(&via, "check", &["--json"]);
+        assert!(
+            proxy.injected() >= 1,
+            "{fault} was injected: {:?}",
+            proxy.seen()
+        );
+        assert_eq!(scene.repo.lock_ids(), before, "check removes nothing");
+        let per_lock = match check.code {
+            3 => {
+                let doc = parse(&check);
+                let entry = doc["unreadable"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|u| u["id"] == victim.as_str())
+                    .unwrap_or_else(|| panic!("{fault}: {victim} is reported unreadable: {doc:#}"));
+                assert_eq!(entry["action"], "keep", "{fault}: {entry:#}");
+                assert_eq!(entry["rule"], "unreadable", "{fault}: {entry:#}");
+                let problem = entry["problem"].as_str().unwrap_or_default();
+                assert!(
+                    names(problem, fault),
+                    "{fault}: the problem is named (one of {:?}): {problem}",
+                    words_for(fault)
+                );
+                let expected: BTreeSet<String> = seeded
+                    .clean_stale
+                    .iter()
+                    .filter(|id| **id != victim)
+                    .cloned()
+                    .collect();
+                assert_eq!(
+                    removals(&doc),
+                    expected,
+                    "{fault}: the other locks are judged as usual"
+                );
+                true
+            }
+            _ => {
+                assert_failed_cleanly("check", &check, fault, &before, &scene.repo);
+                false
+            }
+        };
+
+        let unlock = run(&via, "unlock", &["--json"]);
+        if per_lock && unlock.code == 0 {
+            let doc = parse(&unlock);
+            let removed = listed(&doc, "removed");
+            assert!(
+                !removed.contains(&victim),
+                "{fault}: the unread lock is not removed: {doc:#}"
+            );
+            assert_eq!(
+                removed.len(),
+                STALE - 1,
+                "{fault}: the other stale locks are removed: {doc:#}"
+            );
+            assert!(listed(&doc, "failed").is_empty(), "{fault}: {doc:#}");
+            assert!(
+                scene.repo.lock_ids().contains(&victim),
+                "{fault}: the unread lock stays"
+            );
+        } else {
+            assert_failed_cleanly("unlock", &unlock, fault, &before, &scene.repo);
+        }
+        assert_only_stale_removed("unlock", &scene, &seeded, fault);
+    }
+    scene.finish();
+}
+
+/// A fault on listing `locks/`: the run fails, names the problem, and
+/// removes nothing.
+#[test]
+fn a_faulty_lock_listing_fails_the_run_and_removes_nothing() {
+    let scene = Scene::new();
+    for fault in Fault::all(DELAY) {
+        let seeded = scene.seed();
+        let (proxy, via) = scene.through(Filter::lock_listing(), fault);
+        let before = scene.repo.lock_ids();
+        for command in ["check", "unlock"] {
+            let out = run(&via, command, &["--json"]);
+            assert!(
+                proxy.injected() >= 1,
+                "{fault} was injected: {:?}",
+                proxy.seen()
+            );
+            assert_failed_cleanly(command, &out, fault, &before, &scene.repo);
+        }
+        assert_only_stale_removed("unlock", &scene, &seeded, fault);
+    }
+    scene.finish();
+}
+
+/// A fault on deleting one stale lock: `check` is unaffected; `unlock`
+/// removes the other stale locks, reports that one as failed (exit 1, not
+/// among the removed), and a 5xx leaves the file in place. The text summary
+/// of a run whose only removal failed counts nothing as removed.
+#[test]
+fn a_failed_delete_is_reported_as_a_failure() {
+    let scene = Scene::new();
+    for fault in Fault::all(DELAY) {
+        let seeded = scene.seed();
+        let victim = seeded.stale[2].clone();
+        let (proxy, via) = scene.through(Filter::lock_delete(Some(&victim)), fault);
+        let before = scene.repo.lock_ids();
+
+        let check = run(&via, "check", &["--json"]);
+        assert_eq!(
+            check.code, 3,
+            "{fault}: check deletes nothing, so sees no fault: {check:?}"
+        );
+        assert_eq!(removals(&parse(&check)), seeded.clean_stale, "{fault}");
+        assert_eq!(scene.repo.lock_ids(), before, "check removes nothing");
+
+        let unlock = run(&via, "unlock", &["--json"]);
+        assert!(
+            proxy.injected() >= 1,
+            "{fault} was injected: {:?}",
+            proxy.seen()
+        );
+        let doc = parse(&unlock);
+        let (removed, failed) = (listed(&doc, "removed"), listed(&doc, "failed"));
+        let others: BTreeSet<String> = seeded
+            .clean_stale
+            .iter()
+            .filter(|id| **id != victim)
+            .cloned()
+            .collect();
+        assert!(
+            others.is_subset(&removed),
+            "{fault}: the other stale locks are removed: {doc:#}"
+        );
+        assert!(
+            removed.is_subset(&seeded.clean_stale) && failed.is_subset(&seeded.clean_stale),
+            "{fault}: only stale locks are touched: {doc:#}"
+        );
+        let on_disk = scene.repo.lock_ids().contains(&victim);
+        // A reset or truncated answer may come after the server deleted the
+        // file; a second attempt then finds it gone, which is a success. Any
+        // other outcome is a failure, said so.
+        let retried_gone = matches!(fault, Fault::ResetMidBody | Fault::Truncate)
+            && unlock.code == 0
+            && removed.contains(&victim)
+            && !on_disk;
+        if !retried_gone {
+            assert_eq!(
+                unlock.code, 1,
+                "{fault}: a failed removal is exit 1: {unlock:?}"
+            );
+            assert_eq!(failed, BTreeSet::from([victim.clone()]), "{fault}: {doc:#}");
+            assert!(
+                !removed.contains(&victim),
+                "{fault}: a failure is not a removal: {doc:#}"
+            );
+            let error = doc["failed"][0]["error"].as_str().unwrap_or_default();
+            assert!(
+                names(error, fault),
+                "{fault}: the failure names the problem (one of {:?}): {error}",
+                words_for(fault)
+            );
+        }
+        if let Fault::Status(_) = fault {
+            assert!(on_disk, "the server refused: the file is still there");
+        }
+        assert_only_stale_removed("unlock", &scene, &seeded, fault);
+
+        if let Fault::Status(_) = fault {
+            // Only the victim is stale now, and its removal fails again.
+            let text = run(&via, "unlock", &[]);
+            assert_eq!(text.code, 1, "{text:?}");
+            assert!(
+                text.stderr.contains(&victim[..8]),
+                "names the lock it could not remove: {}",
+                text.stderr
+            );
+            let summary = text.stdout.lines().last().unwrap_or_default();
+            assert!(
+                removed_count(summary) == Some(0),
+                "the summary counts nothing as removed: {summary:?}\n{}",
+                text.stdout
+            );
+            assert!(scene.repo.lock_ids().contains(&victim));
+        }
+    }
+    scene.finish();
+}
+
+/// The number before the word `removed` in a summary line.
+fn removed_count(summary: &str) -> Option<usize> {
+    let words: Vec<&str> = summary
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ':')
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .find(|w| w[1] == "removed")
+        .and_then(|w| w[0].parse().ok())
+}

@@ -1,0 +1,198 @@
+//! A small restic REST server for adversarial tests: it serves a real
+//! repository directory the way rest-server does (v2 listings), except where
+//! a test's hook answers differently: a listing too large, a refused delete,
+//! a request never answered.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The media type of REST v2 listings.
+pub const V2: &str = "application/vnd.x.restic.rest.v2";
+
+/// What the server answers to one request.
+pub enum Reply {
+    /// Serve the repository directory as rest-server would.
+    Default,
+    /// A status with an empty body.
+    Status(u16),
+    /// A 200 with this content type and body.
+    Body(&'static str, Vec<u8>),
+    /// Never answer (until the server stops).
+    Hang,
+}
+
+/// Decides the reply to `(method, path)`, `path` relative to the repository
+/// (`config`, `keys/`, `locks/<id>`).
+pub type Hook = dyn Fn(&str, &str) -> Reply + Send + Sync;
+
+/// A running fake server on 127.0.0.1, stopped when dropped.
+pub struct FakeRest {
+    /// What `-r` takes: `rest:http://127.0.0.1:PORT/repo`.
+    pub location: String,
+    addr: String,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FakeRest {
+    /// Serves the repository directory `root`, asking `hook` first.
+    pub fn start(
+        root: &Path,
+        hook: impl Fn(&str, &str) -> Reply + Send + Sync + 'static,
+    ) -> FakeRest {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake REST server");
+        let addr = listener.local_addr().expect("its address").to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let hook: Arc<Hook> = Arc::new(hook);
+        let (root, flag) = (root.to_owned(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if flag.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let (root, hook, flag) = (root.clone(), hook.clone(), flag.clone());
+                std::thread::spawn(move || serve(stream, &root, hook.as_ref(), &flag));
+            }
+        });
+        FakeRest {
+            location: format!("rest:http://{addr}/repo"),
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for FakeRest {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(&self.addr);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Answers requests on one connection until it closes.
+fn serve(stream: TcpStream, root: &Path, hook: &Hook, stop: &AtomicBool) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut reader = BufReader::new(match stream.try_clone() {
+        Ok(s) => s,
+        Err(_) => return,
+    });
+    let mut out = stream;
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut v2 = false;
+        let mut body_len = 0usize;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let lower = header.to_ascii_lowercase();
+            v2 |= lower.starts_with("accept:") && lower.contains(V2);
+            if let Some(n) = lower.strip_prefix("content-length:") {
+                body_len = n.trim().parse().unwrap_or(0);
+            }
+        }
+        if body_len > 0 {
+            let mut body = vec![0u8; body_len];
+            if std::io::Read::read_exact(&mut reader, &mut body).is_err() {
+                return;
+            }
+        }
+        let mut parts = request_line.split_whitespace();
+        let method = parts.next().unwrap_or("").to_owned();
+        let target = parts.next().unwrap_or("");
+        let path = target.strip_prefix("/repo/").unwrap_or("").to_owned();
+        let (status, content_type, body) = match hook(&method, &path) {
+            Reply::Default => default_reply(root, &method, &path, v2),
+            Reply::Status(status) => (status, "text/plain", Vec::new()),
+            Reply::Body(content_type, body) => (200, content_type, body),
+            Reply::Hang => {
+                let until = Instant::now() + Duration::from_secs(600);
+                while !stop.load(Ordering::SeqCst) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                return;
+            }
+        };
+        let head = format!(
+            "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+            if status < 300 { "OK" } else { "Error" },
+            if method == "HEAD" { 0 } else { body.len() }
+        );
+        let sent = out.write_all(head.as_bytes()).and_then(|()| {
+            if method == "HEAD" {
+                Ok(())
+            } else {
+                out.write_all(&body)
+            }
+        });
+        if sent.is_err() {
+            return;
+        }
+    }
+}
+
+/// What rest-server answers for `path` of the repository at `root`.
+fn default_reply(root: &Path, method: &str, path: &str, v2: bool) -> (u16, &'static str, Vec<u8>) {
+    let safe = !path.contains("..");
+    let file: PathBuf = root.join(path);
+    match method {
+        "GET" | "HEAD" if safe && (path == "keys/" || path == "locks/") => {
+            let mut entries: Vec<(String, u64)> = std::fs::read_dir(&file)
+                .map(|d| {
+                    d.filter_map(Result::ok)
+                        .map(|e| {
+                            let size = e.metadata().map(|m| m.len()).unwrap_or(0);
+                            (e.file_name().to_string_lossy().into_owned(), size)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            entries.sort();
+            if v2 {
+                let list: Vec<serde_json::Value> = entries
+                    .iter()
+                    .map(|(name, size)| serde_json::json!({"name": name, "size": size}))
+                    .collect();
+                (
+                    200,
+                    V2,
+                    serde_json::Value::from(list).to_string().into_bytes(),
+                )
+            } else {
+                let names: Vec<&String> = entries.iter().map(|(n, _)| n).collect();
+                (
+                    200,
+                    "application/vnd.x.restic.rest.v1",
+                    serde_json::to_vec(&names).unwrap_or_default(),
+                )
+            }
+        }
+        "GET" | "HEAD" if safe => match std::fs::read(&file) {
+            Ok(bytes) => (200, "application/octet-stream", bytes),
+            Err(_) => (404, "text/plain", Vec::new()),
+        },
+        "DELETE" if safe && path.starts_with("locks/") => match std::fs::remove_file(&file) {
+            Ok(()) => (200, "text/plain", Vec::new()),
+            Err(_) => (404, "text/plain", Vec::new()),
+        },
+        _ => (405, "text/plain", Vec::new()),
+    }
+}

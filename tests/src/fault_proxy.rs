@@ -1,0 +1,527 @@
+//! A fault-injecting HTTP/1.1 proxy for the REST backend tests: it sits
+//! between lockwarden and a REST server and injects one [`Fault`] into every
+//! request that its [`Filter`] selects; everything else is forwarded
+//! unchanged.
+//!
+//! It is deliberately simple: one request per client connection and one
+//! upstream connection per request (both sides are told `Connection: close`),
+//! requests with a `Content-Length` body or none (no chunked uploads), and
+//! the whole upstream response read into memory before it is answered. A
+//! chunked upstream response is decoded and answered with a `Content-Length`,
+//! so that every fault sees the body as bytes.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long the proxy waits on either side before giving a connection up,
+/// so that no proxy thread outlives a test by much.
+const IO_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest request head the proxy accepts.
+const MAX_HEAD: usize = 64 << 10;
+
+/// What goes wrong with a selected request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Wait this long, then forward the request and answer normally (a slow
+    /// server: the request still reaches it, late).
+    Delay(Duration),
+    /// Forward the request, send the response head and half the body, then
+    /// reset the connection (SO_LINGER 0, a real RST). A response without a
+    /// body is cut in the middle of its head instead.
+    ResetMidBody,
+    /// Answer with this status code and a short body, without forwarding:
+    /// the server did nothing.
+    Status(u16),
+    /// Forward the request, send the head with the full `Content-Length` but
+    /// only half the body, then close cleanly (FIN). A response without a
+    /// body is cut in the middle of its head instead.
+    Truncate,
+    /// Forward the request, then send the whole response (head included) one
+    /// byte at a time, this long apart.
+    Drip(Duration),
+}
+
+impl Fault {
+    /// The five faults the REST tests inject: a delay of `delay` (longer than
+    /// the client's timeout), a reset mid-body, a 503, a truncated body, and
+    /// a drip of one byte every 300 ms.
+    pub fn all(delay: Duration) -> [Fault; 5] {
+        [
+            Fault::Delay(delay),
+            Fault::ResetMidBody,
+            Fault::Status(503),
+            Fault::Truncate,
+            Fault::Drip(Duration::from_millis(300)),
+        ]
+    }
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Delay(d) => write!(f, "a delay of {d:?}"),
+            Fault::ResetMidBody => f.write_str("a connection reset mid-body"),
+            Fault::Status(code) => write!(f, "a {code} answer"),
+            Fault::Truncate => f.write_str("a body truncated against its Content-Length"),
+            Fault::Drip(d) => write!(f, "a drip of one byte every {d:?}"),
+        }
+    }
+}
+
+/// Whether a request, given its method and path, is selected.
+type Matcher = dyn Fn(&str, &str) -> bool + Send + Sync;
+
+/// Which requests get the fault, by method and path (the query string is
+/// not part of the path).
+pub struct Filter {
+    description: String,
+    matches: Box<Matcher>,
+}
+
+impl Filter {
+    /// Requests for which `matches(method, path)` is true; `description`
+    /// names them in messages.
+    pub fn new(
+        description: impl Into<String>,
+        matches: impl Fn(&str, &str) -> bool + Send + Sync + 'static,
+    ) -> Filter {
+        Filter {
+            description: description.into(),
+            matches: Box::new(matches),
+        }
+    }
+
+    /// `GET .../locks/<id>`: reading the lock file `id`, or any lock file
+    /// when `id` is `None`.
+    pub fn lock_read(id: Option<&str>) -> Filter {
+        let id = id.map(str::to_owned);
+        Filter::new(
+            format!("GET locks/{}", id.as_deref().unwrap_or("<any>")),
+            move |method, path| method == "GET" && lock_in_path(path, id.as_deref()),
+        )
+    }
+
+    /// `GET .../locks/`: the listing of the lock files.
+    pub fn lock_listing() -> Filter {
+        Filter::new("GET locks/ (listing)", |method, path| {
+            method == "GET" && path.ends_with("/locks/")
+        })
+    }
+
+    /// `DELETE .../locks/<id>`: removing the lock file `id`, or any lock file
+    /// when `id` is `None`.
+    pub fn lock_delete(id: Option<&str>) -> Filter {
+        let id = id.map(str::to_owned);
+        Filter::new(
+            format!("DELETE locks/{}", id.as_deref().unwrap_or("<any>")),
+            move |method, path| method == "DELETE" && lock_in_path(path, id.as_deref()),
+        )
+    }
+}
+
+impl std::fmt::Debug for Filter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.description)
+    }
+}
+
+/// Whether `path` ends in `locks/<64 hex>` (and that id is `id`, if given).
+fn lock_in_path(path: &str, id: Option<&str>) -> bool {
+    let Some((dir, name)) = path.rsplit_once('/') else {
+        return false;
+    };
+    let is_lock = (dir == "locks" || dir.ends_with("/locks"))
+        && name.len() == 64
+        && name.bytes().all(|b| b.is_ascii_hexdigit());
+    is_lock && id.is_none_or(|id| id == name)
+}
+
+/// What the proxy shares with its connection threads.
+struct Shared {
+    upstream: String,
+    filter: Filter,
+    fault: Fault,
+    injected: AtomicUsize,
+    seen: Mutex<Vec<String>>,
+}
+
+/// A running proxy on 127.0.0.1; stops accepting when dropped. Connection
+/// threads still busy with a delay or a drip end on their own (at the latest
+/// when the client has gone and a write fails, or after [`IO_TIMEOUT`]).
+pub struct FaultProxy {
+    /// `127.0.0.1:<port>`, where clients connect.
+    pub addr: String,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl FaultProxy {
+    /// Starts a proxy in front of `upstream` (`host:port`) that injects
+    /// `fault` into the requests `filter` selects.
+    pub fn start(upstream: &str, filter: Filter, fault: Fault) -> FaultProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fault proxy");
+        let addr = listener.local_addr().expect("proxy address").to_string();
+        let shared = Arc::new(Shared {
+            upstream: upstream.to_owned(),
+            filter,
+            fault,
+            injected: AtomicUsize::new(0),
+            seen: Mutex::new(Vec::new()),
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let acceptor = {
+            let (shared, stop) = (shared.clone(), stop.clone());
+            std::thread::spawn(move || {
+                for client in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(client) = client else { continue };
+                    let shared = shared.clone();
+                    std::thread::spawn(move || {
+                        // A failure on either side ends this one connection;
+                        // the client sees a closed connection.
+                        let _ = serve(&shared, client);
+                    });
+                }
+            })
+        };
+        FaultProxy {
+            addr,
+            shared,
+            stop,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    /// How many requests the fault was injected into so far.
+    pub fn injected(&self) -> usize {
+        self.shared.injected.load(Ordering::SeqCst)
+    }
+
+    /// Every request seen so far, as `METHOD path`, in arrival order.
+    pub fn seen(&self) -> Vec<String> {
+        self.shared
+            .seen
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default()
+    }
+
+    /// The fault this proxy injects.
+    pub fn fault(&self) -> Fault {
+        self.shared.fault
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the acceptor, which then sees the flag.
+        let _ = TcpStream::connect(&self.addr);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+    }
+}
+
+/// A parsed request: its line, headers, and body.
+struct Request {
+    method: String,
+    path: String,
+    head_lines: Vec<String>,
+    body: Vec<u8>,
+}
+
+/// A parsed response, body decoded from chunked if need be.
+struct Response {
+    status_line: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Response {
+    /// The response as bytes, with `Content-Length: <declared>` and
+    /// `Connection: close`; the body as given.
+    fn encode(&self, method: &str, declared: usize) -> (Vec<u8>, Vec<u8>) {
+        let mut head = format!("{}\r\n", self.status_line);
+        for (name, value) in &self.headers {
+            let lower = name.to_ascii_lowercase();
+            let keep_length = method == "HEAD" && lower == "content-length";
+            if keep_length
+                || !matches!(
+                    lower.as_str(),
+                    "content-length" | "transfer-encoding" | "connection" | "keep-alive"
+                )
+            {
+                head += &format!("{name}: {value}\r\n");
+            }
+        }
+        if method != "HEAD" {
+            head += &format!("Content-Length: {declared}\r\n");
+        }
+        head += "Connection: close\r\n\r\n";
+        (head.into_bytes(), self.body.clone())
+    }
+}
+
+/// Handles one client connection: one request, one answer, then close.
+fn serve(shared: &Shared, mut client: TcpStream) -> std::io::Result<()> {
+    client.set_read_timeout(Some(IO_TIMEOUT))?;
+    client.set_write_timeout(Some(IO_TIMEOUT))?;
+    let request = read_request(&mut client)?;
+    let selected = (shared.filter.matches)(&request.method, &request.path);
+    if let Ok(mut seen) = shared.seen.lock() {
+        seen.push(format!("{} {}", request.method, request.path));
+    }
+    if !selected {
+        let response = forward(&shared.upstream, &request)?;
+        let (head, body) = response.encode(&request.method, response.body.len());
+        client.write_all(&head)?;
+        client.write_all(&body)?;
+        client.flush()?;
+        return client.shutdown(Shutdown::Write);
+    }
+    shared.injected.fetch_add(1, Ordering::SeqCst);
+    match shared.fault {
+        Fault::Delay(delay) => {
+            std::thread::sleep(delay);
+            let response = forward(&shared.upstream, &request)?;
+            let (head, body) = response.encode(&request.method, response.body.len());
+            client.write_all(&head)?;
+            client.write_all(&body)?;
+            client.shutdown(Shutdown::Write)
+        }
+        Fault::Status(code) => {
+            let body = format!("injected fault: {code}\n");
+            let answer = format!(
+                "HTTP/1.1 {code} Injected Fault\r\nContent-Type: text/plain\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            client.write_all(answer.as_bytes())?;
+            client.shutdown(Shutdown::Write)
+        }
+        Fault::ResetMidBody => {
+            let response = forward(&shared.upstream, &request)?;
+            let (head, body) = response.encode(&request.method, response.body.len());
+            client.write_all(&half_of(&head, &body))?;
+            client.flush()?;
+            // Let the partial answer reach the client before the reset
+            // (SO_LINGER 0 discards whatever is still unsent).
+            std::thread::sleep(Duration::from_millis(200));
+            rustix::net::sockopt::set_socket_linger(&client, Some(Duration::ZERO))?;
+            drop(client);
+            Ok(())
+        }
+        Fault::Truncate => {
+            let response = forward(&shared.upstream, &request)?;
+            let (head, body) = response.encode(&request.method, response.body.len());
+            client.write_all(&half_of(&head, &body))?;
+            client.flush()?;
+            client.shutdown(Shutdown::Write)
+        }
+        Fault::Drip(every) => {
+            let response = forward(&shared.upstream, &request)?;
+            let (head, body) = response.encode(&request.method, response.body.len());
+            for byte in head.iter().chain(&body) {
+                client.write_all(std::slice::from_ref(byte))?;
+                client.flush()?;
+                std::thread::sleep(every);
+            }
+            client.shutdown(Shutdown::Write)
+        }
+    }
+}
+
+/// The head and the first half of `body`; when there is no body, the first
+/// half of the head.
+fn half_of(head: &[u8], body: &[u8]) -> Vec<u8> {
+    if body.is_empty() {
+        head[..head.len() / 2].to_vec()
+    } else {
+        let mut bytes = head.to_vec();
+        bytes.extend_from_slice(&body[..body.len() / 2]);
+        bytes
+    }
+}
+
+/// Reads up to the end of the head (`\r\n\r\n`) and returns the head, and
+/// what was read beyond it.
+fn read_head(stream: &mut TcpStream) -> std::io::Result<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = find(&buf, b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            return Ok((head, buf[end + 4..].to_vec()));
+        }
+        if buf.len() > MAX_HEAD {
+            return Err(std::io::Error::other("head too large"));
+        }
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// The position of `needle` in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The value of header `name` (any case) in `lines`.
+fn header<'a>(lines: &'a [String], name: &str) -> Option<&'a str> {
+    lines.iter().find_map(|line| {
+        let (n, v) = line.split_once(':')?;
+        n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// Reads one request (head, and a `Content-Length` body if any).
+fn read_request(client: &mut TcpStream) -> std::io::Result<Request> {
+    let (head, mut body) = read_head(client)?;
+    let mut lines = head.split("\r\n").map(str::to_owned);
+    let request_line = lines.next().unwrap_or_default();
+    let mut parts = request_line.split(' ');
+    let method = parts.next().unwrap_or_default().to_owned();
+    let target = parts.next().unwrap_or_default();
+    let path = target.split('?').next().unwrap_or_default().to_owned();
+    let mut head_lines = vec![request_line.clone()];
+    head_lines.extend(lines);
+    let length: usize = header(&head_lines[1..], "content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while body.len() < length {
+        let mut chunk = vec![0u8; length - body.len()];
+        let n = client.read(&mut chunk)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    body.truncate(length);
+    Ok(Request {
+        method,
+        path,
+        head_lines,
+        body,
+    })
+}
+
+/// Sends `request` upstream on a fresh connection (`Connection: close`) and
+/// reads the whole response.
+fn forward(upstream: &str, request: &Request) -> std::io::Result<Response> {
+    let mut server = TcpStream::connect(upstream)?;
+    server.set_read_timeout(Some(IO_TIMEOUT))?;
+    server.set_write_timeout(Some(IO_TIMEOUT))?;
+    let mut head = String::new();
+    for line in &request.head_lines {
+        let name = line.split(':').next().unwrap_or_default().trim();
+        let hop_by_hop = ["connection", "keep-alive", "proxy-connection"]
+            .iter()
+            .any(|h| name.eq_ignore_ascii_case(h));
+        if !hop_by_hop {
+            head += line;
+            head += "\r\n";
+        }
+    }
+    head += "Connection: close\r\n\r\n";
+    server.write_all(head.as_bytes())?;
+    server.write_all(&request.body)?;
+    server.flush()?;
+
+    let (head, mut rest) = read_head(&mut server)?;
+    server.read_to_end(&mut rest)?;
+    let mut lines = head.split("\r\n").map(str::to_owned);
+    let status_line = lines.next().unwrap_or_default();
+    let header_lines: Vec<String> = lines.collect();
+    let chunked = header(&header_lines, "transfer-encoding")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let body = if request.method == "HEAD" {
+        Vec::new()
+    } else if chunked {
+        dechunk(&rest)?
+    } else if let Some(length) =
+        header(&header_lines, "content-length").and_then(|v| v.parse::<usize>().ok())
+    {
+        rest.truncate(length);
+        rest
+    } else {
+        rest
+    };
+    let headers = header_lines
+        .iter()
+        .filter_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            Some((n.trim().to_owned(), v.trim().to_owned()))
+        })
+        .collect();
+    Ok(Response {
+        status_line,
+        headers,
+        body,
+    })
+}
+
+/// Decodes a chunked body (trailers are dropped).
+fn dechunk(mut data: &[u8]) -> std::io::Result<Vec<u8>> {
+    let bad = || std::io::Error::other("bad chunked encoding from upstream");
+    let mut body = Vec::new();
+    loop {
+        let line_end = find(data, b"\r\n").ok_or_else(bad)?;
+        let size_text = String::from_utf8_lossy(&data[..line_end]);
+        let size_text = size_text.split(';').next().unwrap_or_default().trim();
+        let size = usize::from_str_radix(size_text, 16).map_err(|_| bad())?;
+        data = &data[line_end + 2..];
+        if size == 0 {
+            return Ok(body);
+        }
+        if data.len() < size + 2 {
+            return Err(bad());
+        }
+        body.extend_from_slice(&data[..size]);
+        data = &data[size + 2..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_select_by_method_and_path() {
+        let id = "ab".repeat(32);
+        let read = Filter::lock_read(Some(&id));
+        assert!((read.matches)("GET", &format!("/repo/locks/{id}")));
+        assert!(!(read.matches)(
+            "GET",
+            &format!("/repo/locks/{}", "cd".repeat(32))
+        ));
+        assert!(!(read.matches)("DELETE", &format!("/repo/locks/{id}")));
+        assert!(!(read.matches)("GET", "/repo/locks/"));
+        let any = Filter::lock_read(None);
+        assert!((any.matches)("GET", &format!("/locks/{}", "cd".repeat(32))));
+        assert!(!(any.matches)("GET", &format!("/repo/keys/{id}")));
+        let listing = Filter::lock_listing();
+        assert!((listing.matches)("GET", "/repo/locks/"));
+        assert!(!(listing.matches)("GET", "/repo/keys/"));
+        let delete = Filter::lock_delete(None);
+        assert!((delete.matches)("DELETE", &format!("/repo/locks/{id}")));
+        assert!(!(delete.matches)("GET", &format!("/repo/locks/{id}")));
+    }
+
+    #[test]
+    fn chunked_bodies_are_decoded() {
+        let body = dechunk(b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n").expect("valid");
+        assert_eq!(body, b"hello world");
+        assert!(dechunk(b"5\r\nhel").is_err());
+    }
+}
