@@ -53,6 +53,10 @@ fn nonblocking() -> i32 {
 /// Kubernetes secret is one), refusing FIFOs, devices and directories before
 /// reading a byte, and anything larger than `limit` bytes.
 pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    // Look before opening (opening a device can act); the open file is
+    // checked again, against a swap.
+    let meta = std::fs::metadata(path)?;
+    check_regular(FileType::from_raw_mode(meta.mode()))?;
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(nonblocking())

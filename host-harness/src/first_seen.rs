@@ -40,8 +40,36 @@ pub struct FirstSeenStore {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct StateFile {
     repository: String,
-    /// Lock id -> RFC 3339 time first seen.
+    /// Lock id -> RFC 3339 time first seen (for people; the clock-step-proof
+    /// record is `seen_since_boot`).
     first_seen: BTreeMap<String, String>,
+    /// The kernel's boot id when these were recorded.
+    #[serde(default)]
+    boot_id: Option<String>,
+    /// Lock id -> CLOCK_BOOTTIME (ns) at first sight: elapsed time that no
+    /// wall-clock step can change, valid while `boot_id` is this boot's.
+    #[serde(default)]
+    seen_since_boot: BTreeMap<String, i64>,
+}
+
+/// How far the wall-clock record may drift from the elapsed-time record
+/// before the wall clock counts as stepped since.
+const STEP_TOLERANCE: i64 = 5_000_000_000;
+
+/// This boot's id, if the kernel says.
+fn boot_id() -> Option<String> {
+    read_regular_file(Path::new("/proc/sys/kernel/random/boot_id"), 64)
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .filter(|id| !id.is_empty())
+}
+
+/// Nanoseconds since boot, suspend included.
+fn since_boot() -> i64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    t.tv_sec
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec)
 }
 
 impl FirstSeenStore {
@@ -67,7 +95,10 @@ impl FirstSeenStore {
     }
 
     /// Records `now` for every lock not seen before, forgets ids no longer
-    /// present, and sets each lock's `first_seen`.
+    /// present, and sets each lock's `first_seen`. Elapsed time is kept by
+    /// the boot-time clock, so a wall-clock step between two checks cannot
+    /// make a lock look older than it is; a record from another boot starts
+    /// afresh.
     pub fn observe(&self, repo_id: &str, locks: &mut [Lock], now: i64) -> Result<(), StoreError> {
         let path = self.path(repo_id);
         let fail = |cause: String| StoreError {
@@ -88,18 +119,41 @@ impl FirstSeenStore {
             Err(ReadError::NotFound) => StateFile::default(),
             Err(e) => return Err(fail(format!("cannot read: it {e}"))),
         };
+        let boot = boot_id();
+        let uptime = since_boot();
+        let same_boot = boot.is_some() && state.boot_id == boot;
         let mut next = BTreeMap::new();
+        let mut next_boot = BTreeMap::new();
         for lock in locks.iter_mut() {
-            let seen = state
+            let wall = state
                 .first_seen
                 .remove(&lock.id)
-                .and_then(|t| parse_rfc3339(&t).ok())
-                .unwrap_or(now);
+                .and_then(|t| parse_rfc3339(&t).ok());
+            let monotonic = state.seen_since_boot.remove(&lock.id);
+            let (seen, seen_boot) = match (wall, monotonic) {
+                // Elapsed time since the first sight, by a clock no step
+                // moves; the wall-clock record only while it agrees.
+                (Some(wall), Some(at)) if same_boot && at <= uptime => {
+                    let elapsed = now.saturating_sub(uptime.saturating_sub(at));
+                    let seen = if (wall - elapsed).abs() <= STEP_TOLERANCE {
+                        wall
+                    } else {
+                        elapsed
+                    };
+                    (seen, at)
+                }
+                // Recorded in another boot (or by an older lockwarden): how
+                // much time passed is unknown, so the lock is new again.
+                _ => (now, uptime),
+            };
             lock.first_seen = Some(seen);
             next.insert(lock.id.clone(), format_rfc3339(seen));
+            next_boot.insert(lock.id.clone(), seen_boot);
         }
         state.repository = repo_id.to_owned();
         state.first_seen = next;
+        state.boot_id = boot;
+        state.seen_since_boot = next_boot;
         serde_json::to_vec_pretty(&state)
             .map_err(std::io::Error::other)
             .and_then(|bytes| crate::files::write_atomically(&path, &bytes))
@@ -144,6 +198,38 @@ mod tests {
             .observe("repo", &mut second, 600)
             .expect_err("damaged file");
         assert!(err.to_string().contains("move it away"), "{err}");
+    }
+
+    #[test]
+    fn a_wall_clock_step_does_not_age_a_lock() {
+        const DAY: i64 = 86_400 * 1_000_000_000;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = FirstSeenStore::new(dir.path().join("state"));
+        // First seen while the clock was a day behind; corrected since.
+        let mut locks = [lock("a")];
+        store
+            .observe("repo", &mut locks, 10 * DAY - DAY)
+            .expect("observe");
+        store
+            .observe("repo", &mut locks, 10 * DAY)
+            .expect("observe");
+        let seen = locks[0].first_seen.expect("seen");
+        assert!(
+            10 * DAY - seen < 60 * 1_000_000_000,
+            "aged by the step: {seen}"
+        );
+
+        // A record from another boot starts afresh.
+        let file = store.path("repo");
+        let text = std::fs::read_to_string(&file).expect("state");
+        let mut doc: serde_json::Value = serde_json::from_str(&text).expect("json");
+        doc["boot_id"] = serde_json::json!("another-boot");
+        doc["first_seen"]["a"] = serde_json::json!(format_rfc3339(DAY));
+        std::fs::write(&file, doc.to_string()).expect("write");
+        store
+            .observe("repo", &mut locks, 10 * DAY)
+            .expect("observe");
+        assert_eq!(locks[0].first_seen, Some(10 * DAY));
     }
 
     #[test]

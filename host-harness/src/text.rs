@@ -6,7 +6,8 @@
 use std::borrow::Cow;
 
 /// `text` with every control character written as an escape (`\n`, `\t`,
-/// `\u{1b}`); the backslash itself is left alone. Printable text, Unicode
+/// `\u{1b}`), and a backslash doubled, so that a literal `\n` in a hostname
+/// cannot pass for an escaped newline. Other printable text, Unicode
 /// included, is unchanged.
 pub fn escape(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_escape) {
@@ -25,8 +26,20 @@ pub fn escape(text: &str) -> Cow<'_, str> {
 
 fn needs_escape(c: char) -> bool {
     c.is_control()
-        // Bidirectional overrides and isolates, line and paragraph separators.
-        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+        // The escape character itself, so that an escape cannot be faked.
+        || c == '\\'
+        // Bidirectional marks, overrides and isolates; line and paragraph
+        // separators.
+        || matches!(
+            c,
+            '\u{200e}'
+                | '\u{200f}'
+                | '\u{061c}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
 }
 
 #[cfg(test)]
@@ -42,5 +55,7 @@ mod tests {
             "evil\\nremoved deadbeef\\r\\u{1b}[2J"
         );
         assert_eq!(escape("a\u{202e}b\u{7f}"), "a\\u{202e}b\\u{7f}");
+        // A literal backslash-n stays distinguishable from a newline.
+        assert_eq!(escape("a\\nb\u{200f}"), "a\\\\nb\\u{200f}");
     }
 }

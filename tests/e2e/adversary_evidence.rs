@@ -201,3 +201,126 @@ fn a_restic_on_the_locks_pid_that_started_later_keeps_a_young_lock() {
     let _ = sleeper.wait();
     drop(holder);
 }
+
+/// A live process in a container that shares this machine's hostname (docker
+/// `--hostname`, `hostNetwork` pods, `--uts=host`) has a pid that means
+/// nothing in lockwarden's namespace. When that pid is free on the host, the
+/// holder must not be judged dead: its young lock is kept.
+#[test]
+fn a_holder_in_a_nested_pid_namespace_is_not_judged_dead() {
+    let repo = TestRepo::init_local();
+    // A pid free on the host, which the nested namespace hands out next.
+    let pid = (20_000..32_000)
+        .rev()
+        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        .expect("a free pid");
+    let script = format!(
+        "echo {} > /proc/sys/kernel/ns_last_pid; sleep 120 & wait",
+        pid - 1
+    );
+    let mut nested = Command::new("unshare")
+        .args([
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--mount-proc",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .spawn()
+        .expect("unshare");
+    // Wait until the nested sleep holds that pid inside its namespace.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let holds = || {
+        std::fs::read_dir("/proc")
+            .expect("/proc")
+            .flatten()
+            .any(|e| {
+                std::fs::read_to_string(e.path().join("status")).is_ok_and(|s| {
+                    s.lines().any(|l| {
+                        l.starts_with("NSpid:")
+                            && l.split_whitespace().last() == Some(&pid.to_string())
+                    })
+                })
+            })
+    };
+    while !holds() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the nested process never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let id = LockWriter::new(&repo).write(
+        &time_from_now(-MINUTE),
+        &this_hostname(),
+        i64::from(pid),
+        false,
+        Encoding::Zstd,
+    );
+    let out = warden(&repo, "unlock", &["--json"]);
+    let _ = nested.kill();
+    let _ = nested.wait();
+    let report = doc(&out);
+    assert_eq!(
+        verdict(&report, &id),
+        pair("keep", "fresh"),
+        "{}",
+        reason(&report, &id)
+    );
+    assert!(
+        reason(&report, &id).contains("container"),
+        "{}",
+        reason(&report, &id)
+    );
+    assert!(repo.lock_ids().contains(&id));
+}
+
+/// A hosts file dated in the future (copied with another clock's time, a
+/// file server whose clock runs ahead) says nothing about when the inventory
+/// was taken: absence from it proves nothing, even for a lock lockwarden saw
+/// before.
+#[test]
+fn a_hosts_file_dated_in_the_future_proves_no_absence() {
+    let repo = TestRepo::init_local();
+    let id = LockWriter::new(&repo).write(
+        &time_from_now(-MINUTE),
+        "velero-new-pod",
+        7,
+        false,
+        Encoding::Zstd,
+    );
+    let hosts = repo.dir.path().join("hosts.json");
+    let listed = json!([{"name": "velero-old-pod", "started": time_from_now(-60 * MINUTE), "state": "running"}]);
+    std::fs::write(&hosts, listed.to_string()).expect("write hosts");
+    let state = repo.dir.path().join("state");
+    let args = [
+        "--json",
+        "--inventory-hosts",
+        "^velero-",
+        "--hosts-file",
+        hosts.to_str().expect("utf-8"),
+        "--state-dir",
+        state.to_str().expect("utf-8"),
+    ];
+    // Seen once, then the file is dated two minutes ahead.
+    let first = doc(&warden(&repo, "check", &args));
+    assert_eq!(verdict(&first, &id), pair("keep", "fresh"));
+    let ahead = SystemTime::now() + Duration::from_secs(120);
+    std::fs::File::options()
+        .write(true)
+        .open(&hosts)
+        .and_then(|f| f.set_modified(ahead))
+        .expect("date the file ahead");
+    let out = warden(&repo, "unlock", &args);
+    let report = doc(&out);
+    assert_eq!(
+        verdict(&report, &id),
+        pair("keep", "fresh"),
+        "{}",
+        reason(&report, &id)
+    );
+    assert!(repo.lock_ids().contains(&id));
+    assert!(out.stderr.contains("in the future"), "{}", out.stderr);
+}

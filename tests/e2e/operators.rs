@@ -285,17 +285,25 @@ fn first_seen_times_survive_a_restart_and_drive_the_unrefreshed_rule() {
         "a new process keeps the first sighting"
     );
 
-    // Half an hour passes on this host's clock (the state file is moved back).
+    // Half an hour passes (the state file is moved back: both the wall-clock
+    // record and the boot-time one, which no clock step can move).
     let file = std::fs::read_dir(&state)
         .expect("state dir")
         .map(|e| e.expect("entry").path())
         .find(|p| p.extension().is_some_and(|e| e == "json"))
         .expect("a state file");
     let text = std::fs::read_to_string(&file).expect("read");
+    let mut doc: Value = serde_json::from_str(&text).expect("state JSON");
+    let back = 31 * MINUTE * 1_000_000_000;
     let earlier = lockwarden::time::format_rfc3339(
-        lockwarden::time::parse_rfc3339(&seen).expect("time") - 31 * MINUTE * 1_000_000_000,
+        lockwarden::time::parse_rfc3339(&seen).expect("time") - back,
     );
-    std::fs::write(&file, text.replace(&seen, &earlier)).expect("write");
+    doc["first_seen"][skewed.as_str()] = Value::from(earlier);
+    let since_boot = doc["seen_since_boot"][skewed.as_str()]
+        .as_i64()
+        .expect("a boot-time record");
+    doc["seen_since_boot"][skewed.as_str()] = Value::from(since_boot - back);
+    std::fs::write(&file, doc.to_string()).expect("write");
     let third = check(&repo);
     assert_eq!(third["locks"][0]["id"], skewed.as_str());
     assert_eq!(third["locks"][0]["action"], "remove");

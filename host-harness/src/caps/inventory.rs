@@ -69,7 +69,7 @@ pub struct Inventory {
 
 #[derive(Debug)]
 struct Reading {
-    records: HashMap<String, HostRecord>,
+    records: HashMap<String, Vec<HostRecord>>,
     /// When the inventory was taken (ns since the epoch, this host's clock).
     taken_at: i64,
     /// Whether it lists any host the regex covers.
@@ -126,7 +126,7 @@ impl Inventory {
                 return Liveness::Unknown(format!("the host inventory failed: {problem}"));
             }
         };
-        let Some(record) = reading.records.get(hostname) else {
+        let Some(records) = reading.records.get(hostname) else {
             if !reading.covers_any {
                 return Liveness::Unknown(format!(
                     "pod {shown} is not in the inventory, but the inventory lists no host matching \
@@ -145,27 +145,40 @@ impl Inventory {
                 )),
             };
         };
-        if matches!(record.state.as_str(), "succeeded" | "failed") {
-            return Liveness::Dead(format!("pod {shown} has {}", record.state));
-        }
-        let after = |started: i64| started > since.saturating_add(START_TOLERANCE);
-        if let Some(started) = record.started.filter(|s| after(*s)) {
-            return Liveness::Dead(format!(
-                "pod {shown} started at {}, after the lock was written",
-                format_rfc3339(started)
-            ));
-        }
-        if let Some(started) = record.containers_started.filter(|s| after(*s)) {
-            return Liveness::Dead(format!(
-                "every container of pod {shown} restarted since the lock was written (the earliest at {})",
-                format_rfc3339(started)
-            ));
-        }
-        Liveness::Unknown(format!(
-            "pod {shown} is {}, but whether the process that wrote the lock runs is unknown",
-            record.state
-        ))
+        // Several pods may answer to one hostname (spec.hostname, a name
+        // kubelet shortened): gone only when every one of them says so.
+        let answers: Vec<Liveness> = records.iter().map(|r| judge(r, &shown, since)).collect();
+        answers
+            .iter()
+            .find(|a| !matches!(a, Liveness::Dead(_)))
+            .or(answers.first())
+            .cloned()
+            .unwrap_or_else(|| Liveness::Unknown(format!("pod {shown} has no record")))
     }
+}
+
+/// What one pod's record says about a lock written at `since`.
+fn judge(record: &HostRecord, shown: &str, since: i64) -> Liveness {
+    if matches!(record.state.as_str(), "succeeded" | "failed") {
+        return Liveness::Dead(format!("pod {shown} has {}", record.state));
+    }
+    let after = |started: i64| started > since.saturating_add(START_TOLERANCE);
+    if let Some(started) = record.started.filter(|s| after(*s)) {
+        return Liveness::Dead(format!(
+            "pod {shown} started at {}, after the lock was written",
+            format_rfc3339(started)
+        ));
+    }
+    if let Some(started) = record.containers_started.filter(|s| after(*s)) {
+        return Liveness::Dead(format!(
+            "every container of pod {shown} restarted since the lock was written (the earliest at {})",
+            format_rfc3339(started)
+        ));
+    }
+    Liveness::Unknown(format!(
+        "pod {shown} is {}, but whether the process that wrote the lock runs is unknown",
+        record.state
+    ))
 }
 
 impl Reading {
@@ -198,6 +211,19 @@ fn read_file(path: &Path) -> Result<(String, i64), String> {
         .ok()
         .and_then(|t| i64::try_from(t.as_nanosecond()).ok())
         .ok_or_else(|| fail(&"its modification time is out of range"))?;
+    // A modification time in the future (a copy that kept another clock's
+    // time, a clock ahead on a file server) says nothing about when the
+    // inventory was taken: then absence from it proves nothing.
+    let taken_at = if taken_at > now() {
+        tracing::warn!(
+            "hosts file {} is dated in the future ({}); absence from it proves nothing",
+            crate::text::escape(&path.display().to_string()),
+            format_rfc3339(taken_at)
+        );
+        i64::MIN
+    } else {
+        taken_at
+    };
     let bytes = read_open_file(file, limits::INVENTORY).map_err(|e| fail(&format!("it {e}")))?;
     let text = String::from_utf8(bytes).map_err(|_| fail(&"it is not UTF-8"))?;
     Ok((text, taken_at))
@@ -283,11 +309,11 @@ fn time(field: &str, text: Option<&str>) -> Result<Option<i64>, String> {
 }
 
 /// Parses either format into hostname -> record.
-pub fn parse(text: &str) -> Result<HashMap<String, HostRecord>, String> {
+pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, String> {
     let document: Document = serde_json::from_str(text).map_err(|e| {
         format!("the inventory is neither a Kubernetes PodList nor a list of {{name, started, state}}: {e}")
     })?;
-    let mut hosts = HashMap::new();
+    let mut hosts: HashMap<String, Vec<HostRecord>> = HashMap::new();
     match document {
         Document::PodList { items } => {
             for pod in items {
@@ -324,10 +350,15 @@ pub fn parse(text: &str) -> Result<HashMap<String, HostRecord>, String> {
                     started: time("status.startTime", pod.status.start_time.as_deref())?,
                     containers_started,
                 };
-                if let Some(h) = pod.spec.hostname.filter(|h| *h != pod.metadata.name) {
-                    hosts.insert(h, record.clone());
+                // The hostname restic saw: spec.hostname or the pod's name,
+                // cut by kubelet to 63 bytes without a trailing - or . ;
+                // the pod's own name answers too.
+                let hostname = pod.spec.hostname.as_deref().unwrap_or(&pod.metadata.name);
+                let mut names = vec![pod.metadata.name.clone(), kubelet_hostname(hostname)];
+                names.dedup();
+                for name in names {
+                    hosts.entry(name).or_default().push(record.clone());
                 }
-                hosts.insert(pod.metadata.name, record);
             }
         }
         Document::Plain(list) => {
@@ -344,11 +375,24 @@ pub fn parse(text: &str) -> Result<HashMap<String, HostRecord>, String> {
                     started: time("started", host.started.as_deref())?,
                     containers_started: None,
                 };
-                hosts.insert(host.name, record);
+                hosts.entry(host.name).or_default().push(record);
             }
         }
     }
     Ok(hosts)
+}
+
+/// A pod's hostname as kubelet sets it: at most 63 bytes, then without a
+/// trailing `-` or `.` (`truncatePodHostnameIfNeeded`).
+fn kubelet_hostname(name: &str) -> String {
+    if name.len() <= 63 {
+        return name.to_owned();
+    }
+    let mut end = 63;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].trim_end_matches(['-', '.']).to_owned()
 }
 
 #[cfg(test)]
@@ -413,6 +457,27 @@ mod tests {
             let answer = inv.host("velero-abc", since, Some(since));
             assert_eq!(kind(&answer), "unknown", "{text}: {answer:?}");
         }
+    }
+
+    #[test]
+    fn pods_sharing_a_hostname_or_shortened_by_kubelet_are_found() {
+        let since = parse_rfc3339(LOCK).expect("time");
+        let long = format!("backup-nightly-{}-x7k2p", "a".repeat(60));
+        let short = kubelet_hostname(&long);
+        assert_eq!(short.len(), 63);
+        let pods = format!(
+            r#"{{"items": [
+              {{"metadata": {{"name": "{long}"}}, "status": {{"phase": "Running", "startTime": "2026-11-30T11:00:00Z"}}}},
+              {{"metadata": {{"name": "backup-aaaa"}}, "spec": {{"hostname": "restic-host"}}, "status": {{"phase": "Running", "startTime": "2026-11-30T11:00:00Z"}}}},
+              {{"metadata": {{"name": "backup-bbbb"}}, "spec": {{"hostname": "restic-host"}}, "status": {{"phase": "Succeeded", "startTime": "2026-11-30T11:00:00Z"}}}}
+            ]}}"#
+        );
+        let inv =
+            Inventory::from_json(&pods, Regex::new(".*").expect("regex"), since + 10 * MINUTE);
+        let seen = Some(since + MINUTE);
+        assert_eq!(kind(&inv.host(&short, since, seen)), "unknown");
+        assert_eq!(kind(&inv.host("restic-host", since, seen)), "unknown");
+        assert_eq!(kind(&inv.host("backup-bbbb", since, seen)), "dead");
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub trait ProcessTable: Send + Sync {
     fn probe(&self, pid: i32) -> Probe;
     /// When the machine booted (ns since the epoch), if known.
     fn boot_time(&self) -> Option<i64>;
+    /// The host pid of a process that has `pid` inside a nested pid
+    /// namespace (a container that shares this hostname), if one does.
+    fn nested_holder(&self, pid: i32) -> Option<i32>;
 }
 
 /// Evidence from this machine's process table.
@@ -80,7 +83,10 @@ impl<T: ProcessTable> Evidence for LocalProcesses<T> {
 
     fn process(&self, hostname: &str, pid: i64, since: i64) -> Liveness {
         if self.hostname.as_deref() != Some(hostname) {
-            return Liveness::Unknown(format!("{hostname} is not this machine"));
+            return Liveness::Unknown(format!(
+                "{} is not this machine",
+                crate::text::escape(hostname)
+            ));
         }
         if let Some(why) = &self.untrusted {
             return Liveness::Unknown(why.clone());
@@ -88,6 +94,30 @@ impl<T: ProcessTable> Evidence for LocalProcesses<T> {
         let Some(pid) = i32::try_from(pid).ok().filter(|p| *p > 0) else {
             return Liveness::Unknown(format!("pid {pid} cannot be checked"));
         };
+        let answer = self.probe(pid, since);
+        if let Liveness::Dead(why) = &answer
+            && let Some(host_pid) = self.table.nested_holder(pid)
+        {
+            return Liveness::Unknown(format!(
+                "{why}; but a process in a container on this machine (host pid {host_pid}) has \
+                 pid {pid} there and may be the holder"
+            ));
+        }
+        answer
+    }
+
+    fn host(&self, hostname: &str, _since: i64) -> Liveness {
+        Liveness::Unknown(format!(
+            "no inventory says whether host {} exists",
+            crate::text::escape(hostname)
+        ))
+    }
+}
+
+impl<T: ProcessTable> LocalProcesses<T> {
+    /// What the process table says about `pid`, judged against a lock
+    /// written at `since`.
+    fn probe(&self, pid: i32, since: i64) -> Liveness {
         match self.table.probe(pid) {
             Probe::Gone => Liveness::Dead(format!("no process {pid} runs on this machine")),
             Probe::Failed(why) => Liveness::Unknown(format!("cannot check process {pid}: {why}")),
@@ -126,10 +156,6 @@ impl<T: ProcessTable> Evidence for LocalProcesses<T> {
             }
         }
     }
-
-    fn host(&self, hostname: &str, _since: i64) -> Liveness {
-        Liveness::Unknown(format!("no inventory says whether host {hostname} exists"))
-    }
 }
 
 #[cfg(test)]
@@ -147,6 +173,9 @@ mod tests {
         }
         fn boot_time(&self) -> Option<i64> {
             self.1
+        }
+        fn nested_holder(&self, pid: i32) -> Option<i32> {
+            (pid == 4242).then_some(9000)
         }
     }
 
@@ -199,6 +228,19 @@ mod tests {
             };
             assert_eq!(got, want, "row {n}");
         }
+    }
+
+    #[test]
+    fn a_pid_taken_inside_a_container_is_not_proof_of_death() {
+        // pid 4242 is free on the host but used in a nested namespace.
+        let boot = Some(LOCK - 3600 * S);
+        let gone = ask(Table(Probe::Gone, boot), None, "vm", 4242);
+        assert!(
+            matches!(&gone, Liveness::Unknown(d) if d.contains("host pid 9000")),
+            "{gone:?}"
+        );
+        let reused = ask(Table(named("bash", LOCK + 60 * S), boot), None, "vm", 4242);
+        assert!(matches!(reused, Liveness::Unknown(_)), "{reused:?}");
     }
 
     #[test]

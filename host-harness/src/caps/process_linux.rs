@@ -1,7 +1,9 @@
 //! The Linux process table: kill(pid, 0) through rustix, start times from
 //! /proc/<pid>/stat, the boot time from /proc/stat.
 
+use std::collections::HashMap;
 use std::io::ErrorKind;
+use std::sync::OnceLock;
 
 use rustix::io::Errno;
 use rustix::process::{Pid, test_kill_process};
@@ -16,6 +18,9 @@ const INITIAL_PID_NAMESPACE: &str = "pid:[4026531836]";
 pub struct LinuxProcesses {
     boot_time: Option<i64>,
     ticks_per_second: u64,
+    /// Pids as seen inside nested pid namespaces (containers sharing this
+    /// hostname) -> the host's pid; read once, when first needed.
+    nested: OnceLock<HashMap<i32, i32>>,
 }
 
 impl LinuxProcesses {
@@ -24,6 +29,7 @@ impl LinuxProcesses {
         LinuxProcesses {
             boot_time: boot_time(),
             ticks_per_second: rustix::param::clock_ticks_per_second(),
+            nested: OnceLock::new(),
         }
     }
 
@@ -77,6 +83,46 @@ impl ProcessTable for LinuxProcesses {
     fn boot_time(&self) -> Option<i64> {
         self.boot_time
     }
+
+    fn nested_holder(&self, pid: i32) -> Option<i32> {
+        self.nested.get_or_init(nested_pids).get(&pid).copied()
+    }
+}
+
+/// Every process that lives in a pid namespace below this one, by its pid
+/// there (`NSpid:` in /proc/<pid>/status lists the pid in each namespace,
+/// outermost first).
+fn nested_pids() -> HashMap<i32, i32> {
+    let mut nested = HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return nested;
+    };
+    for entry in entries.flatten() {
+        let Some(host_pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(status) =
+            crate::files::read_regular_file(&entry.path().join("status"), crate::limits::LOCK_FILE)
+        else {
+            continue;
+        };
+        let status = String::from_utf8_lossy(&status);
+        let Some(line) = status.lines().find_map(|l| l.strip_prefix("NSpid:")) else {
+            continue;
+        };
+        for inner in line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|p| p.parse().ok())
+        {
+            nested.insert(inner, host_pid);
+        }
+    }
+    nested
 }
 
 fn boot_time() -> Option<i64> {

@@ -21,7 +21,8 @@ pub struct RepoArgs {
         short = 'r',
         long = "repo",
         value_name = "REPOSITORY",
-        env = "RESTIC_REPOSITORY"
+        env = "RESTIC_REPOSITORY",
+        hide_env_values = true
     )]
     repo: Option<String>,
     /// File holding the repository location.

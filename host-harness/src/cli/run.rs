@@ -92,7 +92,10 @@ fn clean(judge: &Judge) {
     let assessment = match judge.assess() {
         Ok(a) => a,
         Err(e) => {
-            tracing::warn!("could not judge locks, removing none: {e:#}");
+            tracing::warn!(
+                "could not judge locks, removing none: {}",
+                escape(&format!("{e:#}"))
+            );
             return;
         }
     };
@@ -104,7 +107,11 @@ fn clean(judge: &Judge) {
                 escape(&result.verdict.rule),
                 escape(&result.verdict.reason)
             ),
-            Err(e) => tracing::warn!("could not remove lock {}: {e}", short(&result.id)),
+            Err(e) => tracing::warn!(
+                "could not remove lock {}: {}",
+                short(&result.id),
+                escape(&e.to_string())
+            ),
         }
     }
 }

@@ -53,6 +53,16 @@ impl ArtifactCache {
     /// Loads the cached artifact for `component`, or `None` when there is
     /// none or it fails a check.
     pub fn load(&self, engine: &Engine, component: &[u8]) -> Option<Component> {
+        // In a directory others can write, a trusted file could be swapped
+        // between the check below and the load: then compile afresh.
+        if let Err(why) = crate::files::check_private_dir(&self.dir) {
+            tracing::warn!(
+                "not using the policy cache {}: {}",
+                crate::text::escape(&self.dir.display().to_string()),
+                why
+            );
+            return None;
+        }
         let path = self.path_for(engine, component);
         let meta = fs::symlink_metadata(&path).ok()?;
         let trusted = meta.is_file() && meta.uid() == current_uid() && meta.mode() & 0o022 == 0;
@@ -73,6 +83,7 @@ impl ArtifactCache {
     /// `component`, atomically.
     pub fn store(&self, engine: &Engine, component: &[u8], artifact: &[u8]) -> std::io::Result<()> {
         crate::files::create_private_dir(&self.dir)?;
+        crate::files::check_private_dir(&self.dir).map_err(std::io::Error::other)?;
         crate::files::write_atomically(&self.path_for(engine, component), artifact)
     }
 }

@@ -62,7 +62,8 @@ fn scrypt_params(file: &KeyFile) -> Result<scrypt::Params, KeyError> {
     }
     let log_n = u8::try_from(file.n.trailing_zeros()).unwrap_or(u8::MAX);
     let memory = 128u64 * u64::from(file.r) * file.n;
-    if log_n > 24 || memory > 1 << 30 || file.p > 64 || file.work() > limits::SCRYPT_WORK_PER_KEY {
+    // restic calibrates to at most 60 MiB.
+    if log_n > 24 || memory > 1 << 28 || file.p > 64 || file.work() > limits::SCRYPT_WORK_PER_KEY {
         return Err(KeyError::Invalid(format!(
             "scrypt parameters N={} r={} p={} ask for more work than any restic calibration \
              (N·r·p at most {}); not tried",

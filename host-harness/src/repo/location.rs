@@ -70,7 +70,8 @@ impl Location {
     /// The location for display and logs: passwords replaced by `***`.
     pub fn redacted(&self) -> String {
         match self {
-            Location::Local(path) => path.display().to_string(),
+            // A mistyped URL is taken for a path: it may hold a password.
+            Location::Local(path) => redact_userinfo(&path.display().to_string()),
             Location::Rest { url, credentials } => match (credentials, url.split_once("://")) {
                 (Some((user, _)), Some((scheme, rest))) => {
                     format!("rest:{scheme}://{user}:***@{rest}")
@@ -119,21 +120,58 @@ fn parse_rest(url: &str) -> Result<Location, String> {
     Ok(Location::Rest { url, credentials })
 }
 
-/// Replaces the password in `scheme://user:pass@host` forms with `***`.
-/// Everything up to the last `@` counts as user information, so a password
-/// holding a `/` is hidden too (a path holding an `@` is hidden with it).
+/// Replaces the secrets in a repository string with `***`: the password of
+/// a `user:password@host` part (everything up to the last `@` counts as user
+/// information, so a password holding a `/` is hidden too, and a malformed
+/// URL such as `http//user:pw@host` as well), and the values of
+/// `key=value` options whose key names a secret (rclone connection strings
+/// such as `:s3,secret_access_key=...:bucket`).
 pub(crate) fn redact_userinfo(text: &str) -> String {
-    let Some(start) = text.find("://").map(|i| i + 3) else {
-        return text.to_owned();
+    let text = redact_secret_options(text);
+    let Some(at) = text.rfind('@') else {
+        return text;
     };
-    match text[start..].rfind('@') {
-        Some(at) => {
-            let userinfo = &text[start..start + at];
-            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
-            format!("{}{user}:***{}", &text[..start], &text[start + at..])
-        }
-        None => text.to_owned(),
+    let head = &text[..at];
+    // The user information starts after `://`; in a malformed URL, after
+    // the last `/` before the `@`, or after the scheme's `:`.
+    let start = head
+        .find("://")
+        .map(|i| i + 3)
+        .or_else(|| head.rfind('/').map(|i| i + 1))
+        .or_else(|| head.find(':').map(|i| i + 1))
+        .unwrap_or(0);
+    let userinfo = &head[start..];
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{}{user}:***{}", &text[..start], &text[at..]),
+        None => text.clone(),
     }
+}
+
+/// `key=value` options (comma-separated, as in rclone connection strings)
+/// whose key names a secret get `***` for a value.
+fn redact_secret_options(text: &str) -> String {
+    const SECRET_KEYS: [&str; 5] = ["secret", "pass", "token", "key", "auth"];
+    let mut out = String::with_capacity(text.len());
+    for (i, part) in text.split(',').enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match part.split_once('=') {
+            Some((key, value))
+                if SECRET_KEYS
+                    .iter()
+                    .any(|s| key.to_ascii_lowercase().contains(s)) =>
+            {
+                // The value ends where the remote's path begins (`:`).
+                let rest = value.find(':').map_or("", |i| &value[i..]);
+                out.push_str(key);
+                out.push_str("=***");
+                out.push_str(rest);
+            }
+            _ => out.push_str(part),
+        }
+    }
+    out
 }
 
 fn percent_decode(text: &str) -> String {
@@ -206,6 +244,23 @@ mod tests {
             redact_userinfo("s3:https://k:se/cret@h/b"),
             "s3:https://k:***@h/b"
         );
+        for (text, shown) in [
+            (
+                "rest:http//alice:S1@h:8000/r",
+                "rest:http//alice:***@h:8000/r",
+            ),
+            ("rst:http://alice:S3@h/r", "rst:http://alice:***@h/r"),
+            (
+                "rclone::s3,region=x,secret_access_key=S4:bucket/r",
+                "rclone::s3,region=x,secret_access_key=***:bucket/r",
+            ),
+        ] {
+            assert_eq!(redact_userinfo(text), shown);
+        }
+        let malformed = Location::parse("rest:http//alice:S1@h:8000/r").expect_err("no ://");
+        assert!(!malformed.contains("S1"), "{malformed}");
+        let path = Location::parse("rst:http://alice:S3@h/r").expect("a path");
+        assert!(!path.redacted().contains("S3"));
         let slash = Location::parse("rest:http://user:pa/ss-MARKER@127.0.0.1:1/repo")
             .expect_err("an @ in the path");
         assert!(!slash.contains("MARKER"), "{slash}");

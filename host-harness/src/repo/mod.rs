@@ -421,26 +421,31 @@ fn open_master_key(store: &dyn Store, password: &Password, shown: &str) -> Resul
     let total = files.len();
     files.truncate(keys::MAX_KEYS);
     let mut problems = Vec::new();
-    let mut tried = 0usize;
-    let mut work_left = limits::SCRYPT_WORK_TOTAL;
+    // Read them all first, then try the cheapest first: a planted key with
+    // costly parameters cannot use up the budget before the real one.
+    let mut candidates = Vec::new();
     for file in &files {
         let name = &file.name[..8];
-        let parsed = store
+        match store
             .read(Kind::Key, &file.name)
             .map_err(|e| e.to_string())
-            .and_then(|bytes| keys::KeyFile::parse(&bytes).map_err(|e| e.to_string()));
-        let key_file = match parsed {
-            Ok(key_file) => key_file,
-            Err(problem) => {
-                problems.push(format!("{name}: {problem}"));
-                continue;
-            }
-        };
+            .and_then(|bytes| keys::KeyFile::parse(&bytes).map_err(|e| e.to_string()))
+        {
+            Ok(key_file) => candidates.push((name, key_file)),
+            Err(problem) => problems.push(format!("{name}: {problem}")),
+        }
+    }
+    candidates.sort_by_key(|(name, key_file)| (key_file.work(), *name));
+    let mut tried = 0usize;
+    let mut work_left = limits::SCRYPT_WORK_TOTAL;
+    let mut out_of_budget = false;
+    for (name, key_file) in &candidates {
         if key_file.work() > work_left {
             problems.push(format!(
                 "{name}: not tried, the key files before it used up the scrypt budget"
             ));
-            break;
+            out_of_budget = true;
+            continue;
         }
         match key_file.open(&password.0) {
             Ok(key) => return Ok(key),
@@ -452,7 +457,7 @@ fn open_master_key(store: &dyn Store, password: &Password, shown: &str) -> Resul
         }
     }
     let unusable = problems.join("; ");
-    if tried == 0 {
+    if tried == 0 || out_of_budget {
         return Err(RepoError::NoUsableKey {
             location: shown.to_owned(),
             detail: bounded_problem(unusable),

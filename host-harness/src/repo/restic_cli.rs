@@ -135,12 +135,21 @@ impl ResticCli {
     /// The ids in `locks/`.
     pub fn list_locks(&self) -> Result<Vec<String>, ResticFailure> {
         let out = self.run(&["list", "locks"])?;
-        Ok(String::from_utf8_lossy(&out)
+        let mut ids: Vec<String> = String::from_utf8_lossy(&out)
             .lines()
             .map(str::trim)
             .filter(|l| super::lockfile::is_valid_id(l))
             .map(str::to_owned)
-            .collect())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        if ids.len() > limits::LISTING_ENTRIES {
+            return Err(ResticFailure::Other(format!(
+                "locks/ holds more than {} files; lockwarden judges none of them",
+                limits::LISTING_ENTRIES
+            )));
+        }
+        Ok(ids)
     }
 
     /// One lock's JSON, decrypted by restic.

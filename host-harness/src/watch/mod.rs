@@ -292,7 +292,11 @@ fn check_once(
                     }
                     Err(e) => {
                         not_removed += 1;
-                        tracing::warn!(lock = short(&result.id), "could not remove: {e}");
+                        tracing::warn!(
+                            lock = short(&result.id),
+                            "could not remove: {}",
+                            escape(&e.to_string())
+                        );
                     }
                 }
             }

@@ -63,7 +63,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let us = |x: f64| format!("{} µs", short(x * 1e6));
-    outln!("policy:      {} ({})", policy.info().name, policy.source());
+    outln!(
+        "policy:      {} ({})",
+        lockwarden::text::escape(&policy.info().name),
+        lockwarden::text::escape(policy.source())
+    );
     outln!(
         "request:     {} ({locks} locks and unreadable files)",
         args.request.display()

@@ -1,6 +1,7 @@
 //! `lockwarden policy conformance --cases DIR`: runs a policy through the
 //! conformance cases and says which pass.
 
+use lockwarden::text::escape;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -41,11 +42,15 @@ pub fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
         }
         if !args.json {
             if problems.is_empty() {
-                outln!("ok    {}", case.name);
+                outln!("ok    {}", escape(&case.name));
             } else {
-                outln!("FAIL  {}: {}", case.name, case.description);
+                outln!(
+                    "FAIL  {}: {}",
+                    escape(&case.name),
+                    escape(&case.description)
+                );
                 for problem in &problems {
-                    outln!("        {problem}");
+                    outln!("        {}", escape(problem));
                 }
             }
         }

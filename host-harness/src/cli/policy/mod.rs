@@ -3,6 +3,7 @@
 
 use lockwarden::files::{read_bounded, read_regular_file};
 use lockwarden::limits;
+use lockwarden::text::escape;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -88,15 +89,22 @@ fn info_text(policy: &Policy) -> String {
         description,
         settings,
     } = policy.info();
+    // Every word of it is the policy's own: escaped before it is shown.
     let mut out = format!(
-        "policy:   {name} {version}\ncontract: lockwarden:policy@{contract_version}\nsource:   {}\n\n{description}\n\nsettings:\n",
-        policy.source()
+        "policy:   {} {}\ncontract: lockwarden:policy@{}\nsource:   {}\n\n{}\n\nsettings:\n",
+        escape(name),
+        escape(version),
+        escape(contract_version),
+        escape(policy.source()),
+        escape(description)
     );
     let width = settings.iter().map(|s| s.name.len()).max().unwrap_or(0);
     for s in settings {
         out += &format!(
             "  {:width$}  (default {})  {}\n",
-            s.name, s.default_value, s.help
+            escape(&s.name),
+            escape(&s.default_value),
+            escape(&s.help)
         );
     }
     out

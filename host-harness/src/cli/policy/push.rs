@@ -57,7 +57,9 @@ pub fn run(args: &PushArgs) -> anyhow::Result<ExitCode> {
     let pinned = registry.push(&bytes, &args.reference, annotations)?;
     eprintln!(
         "pushed {} {} to {}; pin it as:",
-        info.name, info.version, args.reference
+        lockwarden::text::escape(&info.name),
+        lockwarden::text::escape(&info.version),
+        args.reference
     );
     outln!("{pinned}");
     Ok(ExitCode::SUCCESS)

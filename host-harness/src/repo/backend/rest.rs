@@ -139,7 +139,7 @@ impl RestStore {
 }
 
 /// Parses a REST listing (v2: `[{"name", "size"}]`, v1: `["name"]`), keeping
-/// only names that are restic ids.
+/// only names that are restic ids, each once.
 pub fn parse_listing(body: &[u8], v2: bool) -> Result<Vec<FileInfo>, serde_json::Error> {
     let files: Vec<FileInfo> = if v2 {
         serde_json::from_slice::<Vec<V2Entry>>(body)?
@@ -155,9 +155,11 @@ pub fn parse_listing(body: &[u8], v2: bool) -> Result<Vec<FileInfo>, serde_json:
             .map(|name| FileInfo { name, size: 0 })
             .collect()
     };
+    // A name listed twice is one file: judging it twice would fail the run.
+    let mut seen = std::collections::HashSet::new();
     Ok(files
         .into_iter()
-        .filter(|f| super::super::lockfile::is_valid_id(&f.name))
+        .filter(|f| super::super::lockfile::is_valid_id(&f.name) && seen.insert(f.name.clone()))
         .collect())
 }
 
