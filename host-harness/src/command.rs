@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process_group};
@@ -19,6 +19,41 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How often a running command is polled for its exit.
 const POLL: Duration = Duration::from_millis(5);
+
+/// The process groups of the commands running now, so that lockwarden can
+/// take them down when it is told to stop (their own group keeps a
+/// terminal's Ctrl-C from reaching them).
+static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Kills every command still running, with its whole process group: for a
+/// `watch` or `run` that was told to stop.
+pub fn kill_all() {
+    if let Ok(running) = RUNNING.lock() {
+        for group in running.iter().filter_map(|g| Pid::from_raw(*g)) {
+            let _ = kill_process_group(group, Signal::KILL);
+        }
+    }
+}
+
+/// Keeps a process group in [`RUNNING`] while it lives.
+struct Registered(i32);
+
+impl Registered {
+    fn new(group: i32) -> Registered {
+        if let Ok(mut running) = RUNNING.lock() {
+            running.push(group);
+        }
+        Registered(group)
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if let Ok(mut running) = RUNNING.lock() {
+            running.retain(|g| *g != self.0);
+        }
+    }
+}
 
 /// What a finished command left.
 #[derive(Debug)]
@@ -77,7 +112,9 @@ pub fn run(
         .process_group(0)
         .spawn()
         .map_err(CommandError::Spawn)?;
-    let group = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
+    let raw_group = i32::try_from(child.id()).unwrap_or(0);
+    let _registered = Registered::new(raw_group);
+    let group = Pid::from_raw(raw_group);
     let kill_group = move || {
         if let Some(group) = group {
             let _ = kill_process_group(group, Signal::KILL);

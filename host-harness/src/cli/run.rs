@@ -190,6 +190,8 @@ fn forward_signals(child_pid: Arc<AtomicI32>) -> anyhow::Result<Arc<AtomicBool>>
             if let Some(pid) = Pid::from_raw(child_pid.load(Ordering::SeqCst)) {
                 let _ = kill_process(pid, forward);
             }
+            // A password or hosts command of ours still running goes too.
+            lockwarden::command::kill_all();
         }
     });
     Ok(interrupted)

@@ -71,6 +71,8 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
     handle.close();
     stop.stop();
+    // A password or hosts command still running goes with us.
+    lockwarden::command::kill_all();
     // A repository stuck in a read or a command must not hold up the exit:
     // wait a moment for the threads, then leave (every removal is one
     // atomic delete, so stopping mid-check leaves nothing half done).

@@ -280,7 +280,7 @@ fn check_once(
                         m.removed
                             .get_or_create(&RepoRule {
                                 repository: config.name.clone(),
-                                rule: result.verdict.rule.clone(),
+                                rule: metric_rule(&result.verdict.rule),
                             })
                             .inc();
                         let gone = if removal == Removal::AlreadyGone {
@@ -313,6 +313,18 @@ fn check_once(
     Ok(())
 }
 
+/// A rule id as a metric label: a policy's own word, so anything but a short
+/// lowercase id is counted as `other`, and no policy can grow the label set
+/// without end or put odd text into it.
+fn metric_rule(rule: &str) -> String {
+    let plain = !rule.is_empty()
+        && rule.len() <= 64
+        && rule
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if plain { rule } else { "other" }.to_owned()
+}
+
 /// Serves `GET /metrics` on `addr` until stopped.
 pub fn serve_metrics(
     addr: &str,
@@ -325,4 +337,17 @@ pub fn serve_metrics(
     })?;
     tracing::info!("serving metrics on http://{addr}/metrics");
     Ok(http::serve(listener, metrics, stop))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::metric_rule;
+
+    #[test]
+    fn metric_labels_take_only_plain_rule_ids() {
+        assert_eq!(metric_rule("host-gone"), "host-gone");
+        for odd in ["", "Host Gone", "x\ny", &"a".repeat(65), "gone\u{202e}"] {
+            assert_eq!(metric_rule(odd), "other", "{odd:?}");
+        }
+    }
 }
