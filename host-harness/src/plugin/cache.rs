@@ -53,6 +53,10 @@ impl ArtifactCache {
     /// Loads the cached artifact for `component`, or `None` when there is
     /// none or it fails a check.
     pub fn load(&self, engine: &Engine, component: &[u8]) -> Option<Component> {
+        // Nothing cached yet.
+        if !self.dir.is_dir() {
+            return None;
+        }
         // In a directory others can write, a trusted file could be swapped
         // between the check below and the load: then compile afresh.
         if let Err(why) = crate::files::check_private_dir(&self.dir) {
