@@ -395,14 +395,7 @@ fn with_no_evidence_lockwarden_removes_what_restic_unlock_removes() {
         );
     }
     let copy = |name: &str| {
-        let to = repo.dir.path().join(name);
-        let status = Command::new("cp")
-            .arg("-a")
-            .arg(&repo.path)
-            .arg(&to)
-            .status()
-            .expect("cp");
-        assert!(status.success());
+        let to = lockwarden_tests::adversary::copy_repo(&repo, name);
         TestRepo::at(to.display().to_string(), to)
     };
     let (ours, theirs) = (copy("for-lockwarden"), copy("for-restic"));
