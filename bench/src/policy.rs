@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use lockwarden::caps::Recorded;
 use lockwarden::contract::{self, EvaluateRequest, Liveness, Repository};
-use lockwarden::plugin::{ArtifactCache, Limits, Runtime};
+use lockwarden::evidence::Recorded;
+use lockwarden::runtime::{ArtifactCache, Limits, Runtime};
 use lockwarden_policy::bindings::lockwarden::policy::types as native;
 use lockwarden_policy::rules::{self, Facts, Settings};
 

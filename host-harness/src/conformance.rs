@@ -26,8 +26,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::contract::PolicyError;
-use crate::plugin::{Outcome, PluginError, Policy, Runtime};
 use crate::request::RecordedRequest;
+use crate::runtime::{Outcome, PluginError, Policy, Runtime};
 
 /// One case file.
 #[derive(Debug)]

@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
-use crate::caps::inventory;
+use crate::evidence::inventory;
 use crate::limits;
 use crate::oci::{OciReference, wasm_layer};
 use crate::repo::backend::parse_listing;

@@ -26,7 +26,7 @@ use crate::time::{format_rfc3339, parse_rfc3339};
 /// Why the store could not be used.
 #[derive(Debug, thiserror::Error)]
 #[error("first-seen store {path}: {cause}")]
-pub struct StoreError {
+pub struct FirstSeenError {
     path: String,
     cause: String,
 }
@@ -99,15 +99,20 @@ impl FirstSeenStore {
     /// the boot-time clock, so a wall-clock step between two checks cannot
     /// make a lock look older than it is; a record from another boot starts
     /// afresh.
-    pub fn observe(&self, repo_id: &str, locks: &mut [Lock], now: i64) -> Result<(), StoreError> {
+    pub fn observe(
+        &self,
+        repo_id: &str,
+        locks: &mut [Lock],
+        now: i64,
+    ) -> Result<(), FirstSeenError> {
         let path = self.path(repo_id);
-        let fail = |cause: String| StoreError {
+        let fail = |cause: String| FirstSeenError {
             path: path.display().to_string(),
             cause,
         };
         crate::files::create_private_dir(&self.dir)
             .map_err(|e| fail(format!("cannot create the directory: {e}")))?;
-        crate::files::check_private_dir(&self.dir).map_err(|e| StoreError {
+        crate::files::check_private_dir(&self.dir).map_err(|e| FirstSeenError {
             path: self.dir.display().to_string(),
             cause: format!("refusing the state directory: {e}"),
         })?;

@@ -3,23 +3,23 @@
 //!
 //! The decision "is this lock stale?" belongs to a policy, a WASI component
 //! that implements the `lockwarden:policy` contract (`wit/`). This library
-//! loads and runs policies in a sandbox ([`plugin`]), serves them the facts
-//! they may not gather themselves ([`caps`]), and reads recorded requests
+//! loads and runs policies in a sandbox ([`runtime`]), serves them the facts
+//! they may not gather themselves ([`evidence`]), and reads recorded requests
 //! ([`request`]).
 
-pub mod caps;
 pub mod command;
 pub mod conformance;
 #[cfg(test)]
 mod decoders_proptest;
+pub mod evidence;
 pub mod files;
 pub mod first_seen;
 pub mod limits;
 pub mod oci;
 mod parallel;
-pub mod plugin;
 pub mod repo;
 pub mod request;
+pub mod runtime;
 pub mod stats;
 pub mod text;
 pub mod time;

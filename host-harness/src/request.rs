@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::caps::Recorded;
 use crate::contract::{EvaluateRequest, Liveness, Lock, Repository, UnreadableLock};
+use crate::evidence::Recorded;
 use crate::time::parse_rfc3339;
 
 /// A request as recorded in JSON. Unknown fields are ignored.

@@ -1,13 +1,14 @@
 //! The main job, shared by every command: read a repository's locks, ask the
 //! policy, and remove exactly what it judged stale.
 
-use crate::caps::{EvidenceConfig, LogLine, Observations, OwnChildren};
 use crate::contract::{Action, EvaluateRequest, Lock, UnreadableLock, Verdict};
-use crate::first_seen::{FirstSeenStore, StoreError};
+use crate::evidence::{EvidenceConfig, Observations, OwnChildren};
+use crate::first_seen::{FirstSeenError, FirstSeenStore};
 use crate::parallel::parallel_map;
-use crate::plugin::{PluginError, Policy, Runtime};
 use crate::repo::backend::Removal;
 use crate::repo::{RepoError, Repository};
+use crate::runtime::LogLine;
+use crate::runtime::{PluginError, Policy, Runtime};
 
 /// Why an assessment failed. Nothing is removed after either.
 #[derive(Debug, thiserror::Error)]
@@ -20,7 +21,7 @@ pub enum AssessError {
     Plugin(#[from] PluginError),
     /// The first-seen store could not be used.
     #[error(transparent)]
-    FirstSeen(#[from] StoreError),
+    FirstSeen(#[from] FirstSeenError),
 }
 
 /// Every lock of a repository at one moment, with the policy's verdicts.

@@ -36,7 +36,7 @@ fn verdict(doc: &Value, id: &str) -> (String, String, String) {
 }
 
 fn this_hostname() -> String {
-    lockwarden::caps::hostname().expect("this machine has a hostname")
+    lockwarden::evidence::hostname().expect("this machine has a hostname")
 }
 
 fn ids(list: &[&String]) -> BTreeSet<String> {

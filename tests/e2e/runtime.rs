@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lockwarden::caps::Recorded;
 use lockwarden::contract::{Action, EvaluateRequest, Lock, Repository, UnreadableLock};
-use lockwarden::plugin::{ArtifactCache, Limits, PluginError, Policy, Runtime};
+use lockwarden::evidence::Recorded;
+use lockwarden::runtime::{ArtifactCache, Limits, PluginError, Policy, Runtime};
 use lockwarden_tests::guest;
 
 const MINUTE: i64 = 60_000_000_000;

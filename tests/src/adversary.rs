@@ -188,5 +188,5 @@ pub fn file_type(path: &Path) -> &'static str {
 
 /// This machine's hostname, as restic writes it into locks.
 pub fn this_hostname() -> String {
-    lockwarden::caps::hostname().expect("this machine has a hostname")
+    lockwarden::evidence::hostname().expect("this machine has a hostname")
 }

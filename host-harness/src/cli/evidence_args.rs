@@ -2,7 +2,7 @@
 //! host inventory, and the first-seen store.
 
 use clap::Args;
-use lockwarden::caps::{EvidenceConfig, InventorySource};
+use lockwarden::evidence::{EvidenceConfig, InventorySource};
 use lockwarden::first_seen::FirstSeenStore;
 use regex::Regex;
 use std::path::PathBuf;

@@ -3,11 +3,11 @@
 
 use clap::Args;
 use jiff::SignedDuration;
-use lockwarden::caps::{EvidenceConfig, OwnChildren};
 use lockwarden::contract::{Lock, Verdict};
+use lockwarden::evidence::{EvidenceConfig, OwnChildren};
 use lockwarden::first_seen::FirstSeenStore;
-use lockwarden::plugin::{Policy, Runtime};
 use lockwarden::repo::Repository;
+use lockwarden::runtime::{Policy, Runtime};
 use lockwarden::text::escape;
 use lockwarden::time::format_rfc3339;
 use lockwarden::warden::{Assessment, Judgement, assess};

@@ -24,10 +24,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use lockwarden::oci::Registry;
-use lockwarden::plugin::{
+use lockwarden::repo::{PasswordError, RepoError};
+use lockwarden::runtime::{
     ArtifactCache, Limits, LoadError, PluginError, Policy, PolicySource, Runtime,
 };
-use lockwarden::repo::{PasswordError, RepoError};
 use lockwarden::warden::AssessError;
 use lockwarden::watch::WatchError;
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use lockwarden::caps::OwnChildren;
+use lockwarden::evidence::OwnChildren;
 use lockwarden::repo::backend::Removal;
 use lockwarden::warden::remove_stale;
 use rustix::process::{Pid, Signal, kill_process};

@@ -10,7 +10,7 @@ pub mod location;
 pub mod lockfile;
 mod restic_cli;
 
-use backend::{Kind, LocalStore, Removal, RestStore, Store, StoreError};
+use backend::{Backend, BackendError, Kind, LocalBackend, Removal, RestBackend};
 use crypto::Key;
 use location::Location;
 use restic_cli::{ResticCli, ResticFailure};
@@ -232,7 +232,7 @@ fn bounded_problem(problem: String) -> String {
 }
 
 enum Access {
-    Native { store: Box<dyn Store>, key: Key },
+    Native { store: Box<dyn Backend>, key: Key },
     Restic(ResticCli),
 }
 
@@ -253,11 +253,11 @@ impl Repository {
         timeout: Duration,
     ) -> Result<Repository, RepoError> {
         let shown = location.redacted();
-        let store: Box<dyn Store> = match &location {
+        let store: Box<dyn Backend> = match &location {
             Location::Local(path) => {
-                Box::new(LocalStore::open(path).map_err(|e| no_repo_or(&shown, e))?)
+                Box::new(LocalBackend::open(path).map_err(|e| no_repo_or(&shown, e))?)
             }
-            Location::Rest { url, credentials } => Box::new(RestStore::new(
+            Location::Rest { url, credentials } => Box::new(RestBackend::new(
                 url,
                 credentials.as_ref(),
                 shown.clone(),
@@ -318,7 +318,7 @@ impl Repository {
                 let files = match store.list(Kind::Lock) {
                     Ok(files) => files,
                     // restic, too, takes a missing locks/ for no locks.
-                    Err(StoreError::NotFound(_)) => Vec::new(),
+                    Err(BackendError::NotFound(_)) => Vec::new(),
                     Err(e) => return Err(store_error(&shown, e)),
                 };
                 parallel_map(&files, READ_WORKERS, |file| {
@@ -332,7 +332,7 @@ impl Repository {
                     if file.size > Kind::Lock.limit() {
                         return unreadable(
                             file.size,
-                            StoreError::TooLarge {
+                            BackendError::TooLarge {
                                 size: file.size,
                                 limit: Kind::Lock.limit(),
                             }
@@ -346,8 +346,8 @@ impl Repository {
                         },
                         // Removed between listing and reading (its holder
                         // refreshed or finished): simply no longer there.
-                        Err(StoreError::NotFound(_)) => Read::Vanished,
-                        Err(e @ StoreError::TooLarge { size, .. }) => {
+                        Err(BackendError::NotFound(_)) => Read::Vanished,
+                        Err(e @ BackendError::TooLarge { size, .. }) => {
                             unreadable(size, e.to_string())
                         }
                         Err(e) => unreadable(file.size, format!("cannot read: {e}")),
@@ -409,7 +409,11 @@ impl Repository {
 /// Tries the key files in name order until one opens with `password`: at
 /// most [`keys::MAX_KEYS`] (as restic), and at most
 /// [`limits::SCRYPT_WORK_TOTAL`] scrypt work in all.
-fn open_master_key(store: &dyn Store, password: &Password, shown: &str) -> Result<Key, RepoError> {
+fn open_master_key(
+    store: &dyn Backend,
+    password: &Password,
+    shown: &str,
+) -> Result<Key, RepoError> {
     let mut files = store.list(Kind::Key).map_err(|e| no_repo_or(shown, e))?;
     if files.is_empty() {
         return Err(RepoError::NoRepository {
@@ -497,9 +501,9 @@ fn parse_config(key: &Key, sealed: &[u8]) -> Result<Config, String> {
     })
 }
 
-fn no_repo_or(shown: &str, e: StoreError) -> RepoError {
+fn no_repo_or(shown: &str, e: BackendError) -> RepoError {
     match e {
-        StoreError::NotFound(what) => RepoError::NoRepository {
+        BackendError::NotFound(what) => RepoError::NoRepository {
             location: shown.to_owned(),
             cause: what,
         },
@@ -507,10 +511,10 @@ fn no_repo_or(shown: &str, e: StoreError) -> RepoError {
     }
 }
 
-fn store_error(shown: &str, e: StoreError) -> RepoError {
+fn store_error(shown: &str, e: BackendError) -> RepoError {
     match e {
-        StoreError::Unreachable(cause) => RepoError::Unreachable { cause },
-        StoreError::TooLarge { .. } => RepoError::Other {
+        BackendError::Unreachable(cause) => RepoError::Unreachable { cause },
+        BackendError::TooLarge { .. } => RepoError::Other {
             location: shown.to_owned(),
             cause: format!("a file {e}"),
         },

@@ -23,9 +23,9 @@ use serde::Deserialize;
 
 use crate::files::read_regular_file;
 use crate::limits;
-use crate::plugin::PolicySource;
 use crate::repo::location::Location;
 use crate::repo::{Password, PasswordError, PasswordSource};
+use crate::runtime::PolicySource;
 use crate::time::parse_duration;
 
 /// The shortest interval: a check more often than this only burns CPU (and,

@@ -15,15 +15,15 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::caps::EvidenceConfig;
 use crate::contract::Action;
+use crate::evidence::EvidenceConfig;
 use crate::first_seen::FirstSeenStore;
 use crate::oci::Registry;
-use crate::plugin::{LoadError, Policy, PolicySource, Runtime};
 use crate::repo::Repository;
 use crate::repo::backend::Removal;
 use crate::repo::location::Location;
 use crate::repo::lockfile::short;
+use crate::runtime::{LoadError, Policy, PolicySource, Runtime};
 use crate::text::escape;
 use crate::warden::{Judgement, assess, remove_stale};
 use config::{Mode, RepositoryConfig, WatchConfig};
@@ -49,7 +49,7 @@ pub enum WatchError {
         /// The repository's name.
         repository: String,
         /// The policy's refusal.
-        error: crate::plugin::PluginError,
+        error: crate::runtime::PluginError,
     },
     /// The metrics address cannot be served.
     #[error("cannot serve metrics on {addr}: {cause}; is the address free?")]

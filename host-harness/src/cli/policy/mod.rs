@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use lockwarden::caps::LogLine;
 use lockwarden::contract::{PolicyInfo, Verdict};
-use lockwarden::plugin::Policy;
 use lockwarden::request::{Prepared, RecordedRequest};
+use lockwarden::runtime::LogLine;
+use lockwarden::runtime::Policy;
 use serde_json::json;
 
 use super::{PolicyArgs, UsageError};

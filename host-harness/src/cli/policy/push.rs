@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use lockwarden::oci::{OciReference, Registry};
-use lockwarden::plugin::{Limits, LoadError, Runtime};
+use lockwarden::runtime::{Limits, LoadError, Runtime};
 
 use crate::cli::UsageError;
 

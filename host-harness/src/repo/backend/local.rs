@@ -15,12 +15,12 @@ use cap_std::fs::Dir;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, openat, statat, unlinkat};
 use rustix::io::Errno;
 
-use super::{FileInfo, Kind, Removal, Store, StoreError, checked_name};
+use super::{Backend, BackendError, FileInfo, Kind, Removal, checked_name};
 use crate::files::{ReadError, check_regular, read_open_file};
 use crate::limits;
 
 /// A local repository directory.
-pub struct LocalStore {
+pub struct LocalBackend {
     dir: Dir,
     /// `locks/`, opened on first use (`None` when there is none: restic
     /// treats a missing `locks/` as no locks).
@@ -28,22 +28,22 @@ pub struct LocalStore {
     display: String,
 }
 
-impl LocalStore {
+impl LocalBackend {
     /// Opens the repository directory at `path` (which may itself be a
     /// symbolic link: it is the user's own name for the repository).
-    pub fn open(path: &Path) -> Result<LocalStore, StoreError> {
+    pub fn open(path: &Path) -> Result<LocalBackend, BackendError> {
         let display = path.display().to_string();
         let dir =
             Dir::open_ambient_dir(path, ambient_authority()).map_err(
                 |e| match Errno::from_io_error(&e) {
-                    Some(Errno::NOENT) => StoreError::NotFound(format!("directory {display}")),
+                    Some(Errno::NOENT) => BackendError::NotFound(format!("directory {display}")),
                     Some(Errno::NOTDIR) => {
-                        StoreError::NotFound(format!("{display} is not a directory, so it"))
+                        BackendError::NotFound(format!("{display} is not a directory, so it"))
                     }
-                    _ => StoreError::Other(format!("cannot open directory {display}: {e}")),
+                    _ => BackendError::Other(format!("cannot open directory {display}: {e}")),
                 },
             )?;
-        Ok(LocalStore {
+        Ok(LocalBackend {
             dir,
             locks: OnceLock::new(),
             display,
@@ -51,12 +51,12 @@ impl LocalStore {
     }
 
     /// Opens the directory `name` of the repository, refusing a link.
-    fn subdir(&self, name: &str) -> Result<Option<OwnedFd>, StoreError> {
+    fn subdir(&self, name: &str) -> Result<Option<OwnedFd>, BackendError> {
         match statat(&self.dir, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
                 FileType::Directory => {}
                 FileType::Symlink => {
-                    return Err(StoreError::Other(format!(
+                    return Err(BackendError::Other(format!(
                         "{}/{name} is a symlink; lockwarden never follows one inside a \
                          repository (restic creates none), so it reads and removes nothing there: \
                          replace it by the directory it stands for",
@@ -64,7 +64,7 @@ impl LocalStore {
                     )));
                 }
                 _ => {
-                    return Err(StoreError::Other(format!(
+                    return Err(BackendError::Other(format!(
                         "{}/{name} is not a directory",
                         self.display
                     )));
@@ -80,7 +80,7 @@ impl LocalStore {
     }
 
     /// The `locks/` directory, if there is one.
-    fn locks(&self) -> Result<Option<&OwnedFd>, StoreError> {
+    fn locks(&self) -> Result<Option<&OwnedFd>, BackendError> {
         if let Some(dir) = self.locks.get() {
             return Ok(dir.as_ref());
         }
@@ -95,7 +95,7 @@ impl LocalStore {
         name: &str,
         shown: &str,
         limit: u64,
-    ) -> Result<Vec<u8>, StoreError> {
+    ) -> Result<Vec<u8>, BackendError> {
         // Look before opening: opening a device can have effects of its own.
         // The type is checked again on the open file, against a swap.
         let kind = statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
@@ -110,37 +110,37 @@ impl LocalStore {
             })
             .and_then(|fd| read_open_file(File::from(fd), limit));
         read.map_err(|e| match e {
-            ReadError::NotFound => StoreError::NotFound(format!("{}/{shown}", self.display)),
-            ReadError::TooLarge { size, limit } => StoreError::TooLarge { size, limit },
-            other => StoreError::Other(format!("{}/{shown} {other}", self.display)),
+            ReadError::NotFound => BackendError::NotFound(format!("{}/{shown}", self.display)),
+            ReadError::TooLarge { size, limit } => BackendError::TooLarge { size, limit },
+            other => BackendError::Other(format!("{}/{shown} {other}", self.display)),
         })
     }
 
-    fn error(&self, what: &str, e: Errno) -> StoreError {
+    fn error(&self, what: &str, e: Errno) -> BackendError {
         match e {
-            Errno::NOENT => StoreError::NotFound(format!("{}/{what}", self.display)),
-            _ => StoreError::Other(format!("{}/{what}: {e}", self.display)),
+            Errno::NOENT => BackendError::NotFound(format!("{}/{what}", self.display)),
+            _ => BackendError::Other(format!("{}/{what}: {e}", self.display)),
         }
     }
 }
 
-impl Store for LocalStore {
-    fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, StoreError> {
+impl Backend for LocalBackend {
+    fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
         let shown = checked_name(kind, name)?;
         match kind {
             Kind::Config => self.read_in(&self.dir, "config", &shown, kind.limit()),
             Kind::Key => match self.subdir(kind.dir())? {
                 Some(keys) => self.read_in(&keys, name, &shown, kind.limit()),
-                None => Err(StoreError::NotFound(format!("{}/keys", self.display))),
+                None => Err(BackendError::NotFound(format!("{}/keys", self.display))),
             },
             Kind::Lock => match self.locks()? {
                 Some(locks) => self.read_in(locks, name, &shown, kind.limit()),
-                None => Err(StoreError::NotFound(format!("{}/{shown}", self.display))),
+                None => Err(BackendError::NotFound(format!("{}/{shown}", self.display))),
             },
         }
     }
 
-    fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, StoreError> {
+    fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError> {
         let dir = match kind {
             Kind::Lock => match self.locks()? {
                 Some(locks) => locks.try_clone(),
@@ -149,7 +149,7 @@ impl Store for LocalStore {
             _ => match self.subdir(kind.dir())? {
                 Some(dir) => Ok(dir),
                 None => {
-                    return Err(StoreError::NotFound(format!(
+                    return Err(BackendError::NotFound(format!(
                         "{}/{}",
                         self.display,
                         kind.dir()
@@ -157,14 +157,15 @@ impl Store for LocalStore {
                 }
             },
         }
-        .map_err(|e| StoreError::Other(format!("{}/{}: {e}", self.display, kind.dir())))?;
+        .map_err(|e| BackendError::Other(format!("{}/{}: {e}", self.display, kind.dir())))?;
         let entries = Dir::from_std_file(File::from(dir))
             .entries()
-            .map_err(|e| StoreError::Other(format!("{}/{}: {e}", self.display, kind.dir())))?;
+            .map_err(|e| BackendError::Other(format!("{}/{}: {e}", self.display, kind.dir())))?;
         let mut files = Vec::new();
         for entry in entries {
-            let entry = entry
-                .map_err(|e| StoreError::Other(format!("{}/{}: {e}", self.display, kind.dir())))?;
+            let entry = entry.map_err(|e| {
+                BackendError::Other(format!("{}/{}: {e}", self.display, kind.dir()))
+            })?;
             let name = entry.file_name().to_string_lossy().into_owned();
             // restic writes nothing but ids here; anything else (editor
             // droppings, temp files) is not a lock and is not ours to judge.
@@ -172,7 +173,7 @@ impl Store for LocalStore {
                 continue;
             }
             if files.len() == limits::LISTING_ENTRIES {
-                return Err(StoreError::TooMany {
+                return Err(BackendError::TooMany {
                     dir: format!("{}/{}", self.display, kind.dir()),
                     limit: limits::LISTING_ENTRIES,
                 });
@@ -183,7 +184,7 @@ impl Store for LocalStore {
         Ok(files)
     }
 
-    fn remove_lock(&self, id: &str) -> Result<Removal, StoreError> {
+    fn remove_lock(&self, id: &str) -> Result<Removal, BackendError> {
         let shown = checked_name(Kind::Lock, id)?;
         let Some(locks) = self.locks()? else {
             return Ok(Removal::AlreadyGone);
@@ -193,7 +194,7 @@ impl Store for LocalStore {
         match statat(locks, id, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {}
             Ok(_) => {
-                return Err(StoreError::Other(format!(
+                return Err(BackendError::Other(format!(
                     "{}/{shown} is no longer a regular file; not removed",
                     self.display
                 )));

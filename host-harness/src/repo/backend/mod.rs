@@ -5,8 +5,8 @@
 mod local;
 mod rest;
 
-pub use local::LocalStore;
-pub use rest::{RestStore, parse_listing};
+pub use local::LocalBackend;
+pub use rest::{RestBackend, parse_listing};
 
 /// The kinds of file lockwarden reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub enum Removal {
 
 /// Why a store operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
+pub enum BackendError {
     /// The file or directory does not exist.
     #[error("{0} does not exist")]
     NotFound(String),
@@ -89,22 +89,22 @@ pub enum StoreError {
 }
 
 /// Raw access to one repository.
-pub trait Store: Send + Sync {
+pub trait Backend: Send + Sync {
     /// Reads a whole file.
-    fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, StoreError>;
+    fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError>;
     /// Lists the files of a kind (`Key` or `Lock`).
-    fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, StoreError>;
+    fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError>;
     /// Deletes `locks/<id>`; `id` must be 64 lowercase hex.
-    fn remove_lock(&self, id: &str) -> Result<Removal, StoreError>;
+    fn remove_lock(&self, id: &str) -> Result<Removal, BackendError>;
 }
 
 /// Refuses a name that is not a restic id, before it becomes part of a path
 /// or URL.
-fn checked_name(kind: Kind, name: &str) -> Result<String, StoreError> {
+fn checked_name(kind: Kind, name: &str) -> Result<String, BackendError> {
     match kind {
         Kind::Config => Ok("config".to_owned()),
         _ if super::lockfile::is_valid_id(name) => Ok(format!("{}/{name}", kind.dir())),
-        _ => Err(StoreError::Other(format!(
+        _ => Err(BackendError::Other(format!(
             "`{name}` is not a restic file id (64 lowercase hex digits)"
         ))),
     }

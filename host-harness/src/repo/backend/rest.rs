@@ -8,7 +8,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::Deserialize;
 use ureq::Agent;
 
-use super::{FileInfo, Kind, Removal, Store, StoreError, checked_name};
+use super::{Backend, BackendError, FileInfo, Kind, Removal, checked_name};
 use crate::limits;
 
 const V2: &str = "application/vnd.x.restic.rest.v2";
@@ -16,7 +16,7 @@ const V2: &str = "application/vnd.x.restic.rest.v2";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A REST repository.
-pub struct RestStore {
+pub struct RestBackend {
     agent: Agent,
     base: String,
     authorization: Option<String>,
@@ -29,7 +29,7 @@ struct V2Entry {
     size: u64,
 }
 
-impl RestStore {
+impl RestBackend {
     /// A store for the repository at `base` (no trailing slash), with
     /// optional basic-auth credentials; `display` is the redacted location.
     /// Each request, body included, ends within `timeout`.
@@ -38,14 +38,14 @@ impl RestStore {
         credentials: Option<&(String, String)>,
         display: String,
         timeout: Duration,
-    ) -> RestStore {
+    ) -> RestBackend {
         let agent: Agent = Agent::config_builder()
             .timeout_global(Some(timeout))
             .timeout_connect(Some(timeout.min(CONNECT_TIMEOUT)))
             .http_status_as_error(false)
             .build()
             .into();
-        RestStore {
+        RestBackend {
             agent,
             base: base.to_owned(),
             authorization: credentials
@@ -62,18 +62,18 @@ impl RestStore {
         &self,
         request: ureq::RequestBuilder<ureq::typestate::WithoutBody>,
         what: &str,
-    ) -> Result<ureq::http::Response<ureq::Body>, StoreError> {
+    ) -> Result<ureq::http::Response<ureq::Body>, BackendError> {
         let request = match &self.authorization {
             Some(auth) => request.header("Authorization", auth),
             None => request,
         };
         request.call().map_err(|e| match e {
-            ureq::Error::Timeout(_) => StoreError::Other(format!(
+            ureq::Error::Timeout(_) => BackendError::Other(format!(
                 "{what} at {}: timed out, the whole answer did not arrive within --timeout",
                 self.display
             )),
             ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
-                StoreError::Unreachable(format!("cannot reach {}: {e}", self.display))
+                BackendError::Unreachable(format!("cannot reach {}: {e}", self.display))
             }
             ureq::Error::Io(ref io)
                 if matches!(
@@ -84,14 +84,14 @@ impl RestStore {
                         | std::io::ErrorKind::NetworkUnreachable
                 ) =>
             {
-                StoreError::Unreachable(format!("cannot reach {}: {e}", self.display))
+                BackendError::Unreachable(format!("cannot reach {}: {e}", self.display))
             }
             // Connected, then lost: the server is there, the exchange broke.
-            ureq::Error::Io(_) => StoreError::Other(format!(
+            ureq::Error::Io(_) => BackendError::Other(format!(
                 "{what} at {}: the connection broke ({e}); whether the server acted is unknown",
                 self.display
             )),
-            other => StoreError::Other(format!("{what} at {}: {other}", self.display)),
+            other => BackendError::Other(format!("{what} at {}: {other}", self.display)),
         })
     }
 
@@ -100,13 +100,16 @@ impl RestStore {
         mut response: ureq::http::Response<ureq::Body>,
         what: &str,
         limit: u64,
-    ) -> Result<Vec<u8>, StoreError> {
+    ) -> Result<Vec<u8>, BackendError> {
         let status = response.status();
         if status == 404 {
-            return Err(StoreError::NotFound(format!("{what} at {}", self.display)));
+            return Err(BackendError::NotFound(format!(
+                "{what} at {}",
+                self.display
+            )));
         }
         if !status.is_success() {
-            return Err(StoreError::Other(format!(
+            return Err(BackendError::Other(format!(
                 "{what} at {}: the server answered {status}",
                 self.display
             )));
@@ -117,7 +120,7 @@ impl RestStore {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         if let Some(size) = declared.filter(|size| *size > limit) {
-            return Err(StoreError::TooLarge { size, limit });
+            return Err(BackendError::TooLarge { size, limit });
         }
         response
             .body_mut()
@@ -125,15 +128,15 @@ impl RestStore {
             .limit(limit)
             .read_to_vec()
             .map_err(|e| match e {
-                ureq::Error::BodyExceedsLimit(_) => StoreError::TooLarge {
+                ureq::Error::BodyExceedsLimit(_) => BackendError::TooLarge {
                     size: limit + 1,
                     limit,
                 },
-                ureq::Error::Timeout(_) => StoreError::Other(format!(
+                ureq::Error::Timeout(_) => BackendError::Other(format!(
                     "{what} at {}: timed out, the whole answer did not arrive within --timeout",
                     self.display
                 )),
-                other => StoreError::Other(format!("{what} at {}: {other}", self.display)),
+                other => BackendError::Other(format!("{what} at {}: {other}", self.display)),
             })
     }
 }
@@ -163,15 +166,15 @@ pub fn parse_listing(body: &[u8], v2: bool) -> Result<Vec<FileInfo>, serde_json:
         .collect())
 }
 
-impl Store for RestStore {
-    fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, StoreError> {
+impl Backend for RestBackend {
+    fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
         let path = checked_name(kind, name)?;
         let what = format!("reading {path}");
         let response = self.send(self.agent.get(self.url(&path)), &what)?;
         self.body(response, &what, kind.limit())
     }
 
-    fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, StoreError> {
+    fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError> {
         let dir = format!("{}/", kind.dir());
         let what = format!("listing {dir}");
         let response = self.send(self.agent.get(self.url(&dir)).header("Accept", V2), &what)?;
@@ -182,13 +185,13 @@ impl Store for RestStore {
             .is_some_and(|v| v.starts_with(V2));
         let body = self.body(response, &what, limits::LISTING_BODY)?;
         let files = parse_listing(&body, v2).map_err(|e| {
-            StoreError::Other(format!(
+            BackendError::Other(format!(
                 "listing {dir} at {}: not a REST listing: {e}",
                 self.display
             ))
         })?;
         if files.len() > limits::LISTING_ENTRIES {
-            return Err(StoreError::TooMany {
+            return Err(BackendError::TooMany {
                 dir: format!("{dir} at {}", self.display),
                 limit: limits::LISTING_ENTRIES,
             });
@@ -196,7 +199,7 @@ impl Store for RestStore {
         Ok(files)
     }
 
-    fn remove_lock(&self, id: &str) -> Result<Removal, StoreError> {
+    fn remove_lock(&self, id: &str) -> Result<Removal, BackendError> {
         let path = checked_name(Kind::Lock, id)?;
         let response = self.send(
             self.agent.delete(self.url(&path)),
@@ -205,7 +208,7 @@ impl Store for RestStore {
         match response.status().as_u16() {
             200..=299 => Ok(Removal::Removed),
             404 => Ok(Removal::AlreadyGone),
-            status => Err(StoreError::Other(format!(
+            status => Err(BackendError::Other(format!(
                 "deleting {path} at {}: the server answered {status}",
                 self.display
             ))),

@@ -4,6 +4,7 @@
 
 mod cache;
 mod error;
+pub mod log;
 mod sandbox;
 mod source;
 mod ticker;
@@ -17,11 +18,12 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 pub use cache::ArtifactCache;
 pub use error::PluginError;
+pub use log::{LogLevel, LogLine};
 pub use source::{LoadError, PolicySource};
 pub use verdicts::{check_unique_ids, validate};
 
-use crate::caps::{Evidence, LogLine, Recorded};
 use crate::contract::{self, EvaluateRequest, PolicyInfo, StaleLockPolicyPre, Verdict};
+use crate::evidence::{Evidence, Recorded};
 use sandbox::{FORBIDDEN_IMPORTS, HostState};
 use ticker::{EPOCH_TICK, Ticker};
 
@@ -200,7 +202,7 @@ impl Runtime {
             unreadable: Vec::new(),
             settings: settings.to_vec(),
         };
-        let evidence = Arc::new(crate::caps::Recorded::new(None));
+        let evidence = Arc::new(crate::evidence::Recorded::new(None));
         self.evaluate(policy, crate::time::now(), evidence, &request)
             .map(|_| ())
     }

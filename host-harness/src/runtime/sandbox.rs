@@ -11,10 +11,11 @@ use wasmtime_wasi::p2::bindings::{cli, sync::io};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::log::{LogLevel, LogLine};
 use super::ticker::Ticking;
-use crate::caps::{Evidence, LogLevel, LogLine};
 use crate::contract::lockwarden::policy::{clock, liveness, log, types};
 use crate::contract::{Liveness, StaleLockPolicy};
+use crate::evidence::Evidence;
 
 /// How much a policy may write to stderr (a panic message fits easily).
 const STDERR_CAPACITY: usize = 16 * 1024;
