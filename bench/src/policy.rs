@@ -177,7 +177,7 @@ pub fn evaluation() -> Vec<Evaluation> {
                 .expect("evaluate");
             let native_out = rules::evaluate(NOW, &facts, &settings, &locks, &[]);
             assert_eq!(wasm_out.verdicts.len(), native_out.len());
-            for (w, n) in wasm_out.verdicts.iter().zip(&native_out) {
+            for ((_, w), n) in wasm_out.verdicts.all().zip(&native_out) {
                 assert_eq!((&w.id, &w.rule, &w.reason), (&n.id, &n.rule, &n.reason));
             }
             let wasm = time(reps, || {

@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::contract::PolicyError;
-use crate::request::RecordedRequest;
+use crate::request::Prepared;
 use crate::runtime::{Outcome, PluginError, Policy, Runtime};
 
 /// One case file.
@@ -137,9 +137,7 @@ impl Case {
     /// Runs the case's request through `policy` and returns what it answered
     /// in the host-neutral form [`observed_json`] describes.
     pub fn run(&self, runtime: &Runtime, policy: &Policy) -> Result<Value, String> {
-        let prepared = RecordedRequest::from_json(&self.text)
-            .map_err(|e| e.to_string())
-            .and_then(RecordedRequest::prepare)
+        let prepared = Prepared::from_json(&self.text)
             .map_err(|e| format!("case {}: the request is not valid: {e}", self.name))?;
         let result = runtime.evaluate(
             policy,
@@ -164,12 +162,7 @@ impl Case {
 pub fn observed_json(result: Result<Outcome, PluginError>) -> Result<Value, PluginError> {
     match result {
         Ok(outcome) => Ok(json!({
-            "verdicts": outcome.verdicts.iter().map(|v| json!({
-                "id": v.id,
-                "action": v.action.name(),
-                "rule": v.rule,
-                "reason": v.reason,
-            })).collect::<Vec<_>>(),
+            "verdicts": outcome.verdicts.all().map(|(_, v)| crate::report::verdict_json(v)).collect::<Vec<_>>(),
             "logs": outcome.logs.iter().map(|l| json!({
                 "level": l.level.name(),
                 "message": l.message,

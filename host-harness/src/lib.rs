@@ -11,6 +11,7 @@ pub mod command;
 pub mod conformance;
 #[cfg(test)]
 mod decoders_proptest;
+pub mod error;
 pub mod evidence;
 pub mod files;
 pub mod first_seen;
@@ -18,6 +19,7 @@ pub mod limits;
 pub mod oci;
 mod parallel;
 pub mod repo;
+pub mod report;
 pub mod request;
 pub mod runtime;
 pub mod stats;

@@ -163,6 +163,16 @@ pub struct Prepared {
     pub evidence: Recorded,
 }
 
+impl Prepared {
+    /// Parses a recorded request and prepares it; the error names the line
+    /// and column, or the field at fault.
+    pub fn from_json(text: &str) -> Result<Prepared, String> {
+        RecordedRequest::from_json(text)
+            .map_err(|e| e.to_string())
+            .and_then(RecordedRequest::prepare)
+    }
+}
+
 impl RecordedRequest {
     /// Parses JSON text. The error names the line and column.
     pub fn from_json(text: &str) -> Result<RecordedRequest, serde_json::Error> {

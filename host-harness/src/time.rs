@@ -38,6 +38,15 @@ pub fn now() -> i64 {
     i64::try_from(Timestamp::now().as_nanosecond()).unwrap_or(i64::MAX)
 }
 
+/// A file time as nanoseconds since the epoch (saturating; before the
+/// epoch is negative).
+pub fn nanos_since_epoch(time: std::time::SystemTime) -> i64 {
+    match time.duration_since(std::time::UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
+        Err(before) => i64::try_from(before.duration().as_nanos()).map_or(i64::MIN, |n| -n),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

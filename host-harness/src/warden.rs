@@ -1,19 +1,22 @@
-//! The main job, shared by every command: read a repository's locks, ask the
-//! policy, and remove exactly what it judged stale.
+//! The main job, the same for every command: read a repository's locks,
+//! gather evidence, have the policy judge, remove exactly what it judged
+//! stale (when asked to), and report. `check`, `unlock`, `run` and `watch`
+//! only configure a [`Warden`] and render its [`Report`].
 
-use crate::contract::{Action, EvaluateRequest, Lock, UnreadableLock, Verdict};
+use std::sync::Arc;
+
+use crate::contract::{self, Verdict};
 use crate::evidence::{EvidenceConfig, Observations, OwnChildren};
 use crate::first_seen::{FirstSeenError, FirstSeenStore};
 use crate::parallel::parallel_map;
 use crate::repo::backend::Removal;
 use crate::repo::{RepoError, Repository};
-use crate::runtime::LogLine;
-use crate::runtime::{PluginError, Policy, Runtime};
+use crate::runtime::{LogLine, PluginError, Policy, Runtime, Subject, Verdicts};
 
-/// Why an assessment failed. Nothing is removed after either.
+/// Why a job failed. Nothing is removed after any of these.
 #[derive(Debug, thiserror::Error)]
-pub enum AssessError {
-    /// The repository could not be read.
+pub enum WardenError {
+    /// The repository could not be read, or cannot remove locks.
     #[error(transparent)]
     Repo(#[from] RepoError),
     /// The policy failed.
@@ -24,90 +27,40 @@ pub enum AssessError {
     FirstSeen(#[from] FirstSeenError),
 }
 
+/// What to do about stale locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// Only judge (`check`, `unlock --dry-run`, watch's report mode).
+    Judge,
+    /// Judge, then remove what was judged stale.
+    Remove,
+}
+
+/// Everything a job needs besides the repository.
+pub struct Warden {
+    /// Runs the policy.
+    pub runtime: Arc<Runtime>,
+    /// The policy.
+    pub policy: Arc<Policy>,
+    /// Where evidence about holders comes from; gathered after the listing.
+    pub evidence: EvidenceConfig,
+    /// The policy's settings.
+    pub settings: Vec<(String, String)>,
+    /// Where first-seen times are kept, if anywhere.
+    pub first_seen: Option<FirstSeenStore>,
+    /// restic processes lockwarden started itself (known alive).
+    pub children: Option<OwnChildren>,
+}
+
 /// Every lock of a repository at one moment, with the policy's verdicts.
 #[derive(Debug)]
 pub struct Assessment {
     /// The time the policy was given.
     pub now: i64,
-    /// The locks read, each with its verdict, in listing order.
-    pub locks: Vec<(Lock, Verdict)>,
-    /// The unreadable files, each with its verdict.
-    pub unreadable: Vec<(UnreadableLock, Verdict)>,
+    /// Every lock and unreadable file with its verdict.
+    pub verdicts: Verdicts,
     /// What the policy logged.
     pub logs: Vec<LogLine>,
-}
-
-impl Assessment {
-    /// The verdicts that say `remove`, with the lock each is about.
-    pub fn stale(&self) -> impl Iterator<Item = (&str, &Verdict)> {
-        let locks = self.locks.iter().map(|(l, v)| (l.id.as_str(), v));
-        let files = self.unreadable.iter().map(|(u, v)| (u.id.as_str(), v));
-        locks
-            .chain(files)
-            .filter(|(_, v)| v.action == Action::Remove)
-    }
-}
-
-/// What a judgement needs besides the repository.
-pub struct Judgement<'a> {
-    /// Runs the policy.
-    pub runtime: &'a Runtime,
-    /// The policy.
-    pub policy: &'a Policy,
-    /// Where evidence about holders comes from; gathered after the listing.
-    pub evidence: &'a EvidenceConfig,
-    /// restic processes lockwarden started itself (known alive).
-    pub children: Option<OwnChildren>,
-    /// The policy's settings.
-    pub settings: &'a [(String, String)],
-    /// Where first-seen times are kept, if anywhere.
-    pub first_seen: Option<&'a FirstSeenStore>,
-}
-
-/// Reads the locks of `repo` and has the policy judge them. The clock is
-/// read once the listing is done, and evidence is gathered after that, so
-/// that every answer is about a moment after each lock was seen.
-pub fn assess(repo: &Repository, judgement: Judgement<'_>) -> Result<Assessment, AssessError> {
-    let Judgement {
-        runtime,
-        policy,
-        evidence,
-        children,
-        settings,
-        first_seen,
-    } = judgement;
-    let mut set = repo.read_locks()?;
-    let now = crate::time::now();
-    if let Some(store) = first_seen {
-        store.observe(&repo.config().id, &mut set.locks, now)?;
-    }
-    // Two locks with one (hostname, time) count as seen at the later sight.
-    let mut observed = Observations::new();
-    for lock in &set.locks {
-        let seen = lock.first_seen.unwrap_or(now);
-        let slot = observed
-            .entry((lock.hostname.clone(), lock.time))
-            .or_insert(seen);
-        *slot = (*slot).max(seen);
-    }
-    let evidence = evidence.gather(children, observed);
-    let request = EvaluateRequest {
-        repository: repo.describe(),
-        locks: set.locks,
-        unreadable: set.unreadable,
-        settings: settings.to_vec(),
-    };
-    let outcome = runtime.evaluate(policy, now, evidence, &request)?;
-    // validate() returned the verdicts in input order: locks, then files.
-    let mut verdicts = outcome.verdicts.into_iter();
-    let locks = request.locks.into_iter().zip(verdicts.by_ref()).collect();
-    let unreadable = request.unreadable.into_iter().zip(verdicts).collect();
-    Ok(Assessment {
-        now,
-        locks,
-        unreadable,
-        logs: outcome.logs,
-    })
 }
 
 /// What happened to one lock judged stale.
@@ -121,17 +74,113 @@ pub struct RemovalResult {
     pub result: Result<Removal, RepoError>,
 }
 
-/// Removes every lock `assessment` judged stale, and only those: each id is
-/// one that was read and evaluated. Keeps going past a failed removal, so one
-/// bad file does not leave the others in place.
-pub fn remove_stale(repo: &Repository, assessment: &Assessment) -> Vec<RemovalResult> {
-    let stale: Vec<(&str, &Verdict)> = assessment.stale().collect();
-    parallel_map(&stale, REMOVE_WORKERS, |(id, verdict)| RemovalResult {
-        id: (*id).to_owned(),
-        verdict: (*verdict).clone(),
-        result: repo.remove_lock(id),
-    })
+/// What one job found and did.
+#[derive(Debug)]
+pub struct Report {
+    /// The repository, as the policy saw it (location redacted).
+    pub repository: contract::Repository,
+    /// What was asked.
+    pub act: Act,
+    /// The locks and verdicts.
+    pub assessment: Assessment,
+    /// One entry per stale lock when `act` was [`Act::Remove`].
+    pub removals: Vec<RemovalResult>,
+}
+
+impl Report {
+    /// How many stale locks could not be removed.
+    pub fn failed(&self) -> usize {
+        self.removals.iter().filter(|r| r.result.is_err()).count()
+    }
+
+    /// What happened to the lock `id`, if removal was tried.
+    pub fn removal(&self, id: &str) -> Option<&RemovalResult> {
+        self.removals.iter().find(|r| r.id == id)
+    }
+}
+
+impl Warden {
+    /// The whole job on `repo`: judge, then remove what is stale if `act`
+    /// says so. A backend that cannot remove fails the job before anything
+    /// is removed, and only when something is stale.
+    pub fn run(&self, repo: &Repository, act: Act) -> Result<Report, WardenError> {
+        let assessment = self.assess(repo)?;
+        let removals = match act {
+            Act::Remove => self.remove_stale(repo, &assessment)?,
+            Act::Judge => Vec::new(),
+        };
+        Ok(Report {
+            repository: repo.describe(),
+            act,
+            assessment,
+            removals,
+        })
+    }
+
+    /// Reads the locks of `repo` and has the policy judge them. The clock is
+    /// read once the listing is done, and evidence is gathered after that,
+    /// so that every answer is about a moment after each lock was seen.
+    pub fn assess(&self, repo: &Repository) -> Result<Assessment, WardenError> {
+        let mut set = repo.read_locks()?;
+        let now = crate::time::now();
+        if let Some(store) = &self.first_seen {
+            store.observe(&repo.config().id, &mut set.locks, now)?;
+        }
+        // Two locks with one (hostname, time) count as seen at the later sight.
+        let mut observed = Observations::new();
+        for lock in &set.locks {
+            let seen = lock.first_seen.unwrap_or(now);
+            let slot = observed
+                .entry((lock.hostname.clone(), lock.time))
+                .or_insert(seen);
+            *slot = (*slot).max(seen);
+        }
+        let evidence = self.evidence.gather(self.children.clone(), observed);
+        let request = contract::EvaluateRequest {
+            repository: repo.describe(),
+            locks: set.locks,
+            unreadable: set.unreadable,
+            settings: self.settings.clone(),
+        };
+        let outcome = self
+            .runtime
+            .evaluate(&self.policy, now, evidence, &request)?;
+        Ok(Assessment {
+            now,
+            verdicts: outcome.verdicts,
+            logs: outcome.logs,
+        })
+    }
+
+    /// Removes every lock `assessment` judged stale, and only those: each id
+    /// is one that was read and evaluated. Keeps going past a failed
+    /// removal, so one bad file does not leave the others in place.
+    pub fn remove_stale(
+        &self,
+        repo: &Repository,
+        assessment: &Assessment,
+    ) -> Result<Vec<RemovalResult>, WardenError> {
+        let stale: Vec<(Subject<'_>, &Verdict)> = assessment.verdicts.stale().collect();
+        if !stale.is_empty() {
+            repo.check_removable()?;
+        }
+        Ok(parallel_map(&stale, REMOVE_WORKERS, |(subject, verdict)| {
+            RemovalResult {
+                id: subject.id().to_owned(),
+                verdict: (*verdict).clone(),
+                result: repo.remove_lock(subject.id()),
+            }
+        }))
+    }
+
+    /// Writes what the policy logged to the log, at the policy's levels.
+    pub fn emit_logs(&self, assessment: &Assessment) {
+        self.policy.emit(&assessment.logs);
+    }
 }
 
 /// How many lock files are deleted at once.
 const REMOVE_WORKERS: usize = 8;
+
+#[cfg(test)]
+mod tests;

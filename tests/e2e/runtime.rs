@@ -58,8 +58,8 @@ fn evaluate(rt: &Runtime, policy: &Policy) -> Result<Vec<(String, Action, String
     )?;
     Ok(outcome
         .verdicts
-        .into_iter()
-        .map(|v| (v.id, v.action, v.rule))
+        .all()
+        .map(|(_, v)| (v.id.clone(), v.action, v.rule.clone()))
         .collect())
 }
 

@@ -3,9 +3,10 @@
 use std::process::ExitCode;
 
 use clap::Args;
+use lockwarden::warden::Act;
 
 use super::code;
-use super::judge::{Judge, JudgeArgs};
+use super::judge::{JudgeArgs, report_text, summary};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -18,21 +19,19 @@ pub struct CheckArgs {
 
 pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let judge = args.judge.open()?;
-    let assessment = judge.assess()?;
+    let report = judge.run(Act::Judge)?;
+    let policy = &judge.warden.policy;
+    let stale = report.assessment.verdicts.stale().count();
     if args.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&judge.report_json(&assessment))?
-        );
+        outln!("{}", serde_json::to_string_pretty(&report.to_json(policy))?);
     } else {
-        outln!("{}", judge.report_text(&assessment).trim_end());
-        let stale = assessment.stale().count();
+        outln!("{}", report_text(&report, policy).trim_end());
         outln!(
             "{}",
-            Judge::summary(&assessment, "would be removed", stale, 0)
+            summary(&report.assessment, "would be removed", stale, 0)
         );
     }
-    Ok(if assessment.stale().next().is_some() {
+    Ok(if stale > 0 {
         ExitCode::from(code::STALE)
     } else {
         ExitCode::SUCCESS

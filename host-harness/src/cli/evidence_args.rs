@@ -1,15 +1,14 @@
 //! Where evidence about lock holders comes from: this machine's processes, a
 //! host inventory, and the first-seen store.
 
-use clap::Args;
-use lockwarden::evidence::{EvidenceConfig, InventorySource};
-use lockwarden::first_seen::FirstSeenStore;
-use regex::Regex;
 use std::path::PathBuf;
 
-use super::UsageError;
+use clap::Args;
+use lockwarden::evidence::EvidenceOptions;
+use lockwarden::first_seen::FirstSeenStore;
 
-/// Evidence options shared by `check`, `unlock`, `run` and `watch`.
+/// Evidence options shared by `check`, `unlock`, `run` and `watch` (where a
+/// repository's own `evidence` table replaces them).
 #[derive(Debug, Args, Clone)]
 pub struct EvidenceArgs {
     /// Trust that pids in locks written on this hostname are this pid
@@ -35,43 +34,15 @@ pub struct EvidenceArgs {
 }
 
 impl EvidenceArgs {
-    /// The evidence configuration these options describe; a wrong
-    /// combination or a bad regex is a usage error. The regex is compiled
-    /// once, here.
-    pub fn config(&self, timeout: std::time::Duration) -> anyhow::Result<EvidenceConfig> {
-        let source = match (&self.hosts_file, &self.hosts_command) {
-            (Some(file), _) => Some(InventorySource::File(file.clone())),
-            (None, Some(command)) => Some(InventorySource::Command(command.clone())),
-            (None, None) => None,
-        };
-        let inventory = match (source, &self.inventory_hosts) {
-            (None, None) => None,
-            (Some(_), None) => {
-                return Err(UsageError(
-                    "--hosts-file/--hosts-command need --inventory-hosts REGEX: the hostnames the \
-                     inventory is authoritative for (see the README on when a host it does not \
-                     list is taken as gone)"
-                        .into(),
-                )
-                .into());
-            }
-            (None, Some(_)) => {
-                return Err(UsageError(
-                    "--inventory-hosts needs --hosts-file or --hosts-command".into(),
-                )
-                .into());
-            }
-            (Some(source), Some(regex)) => {
-                let hosts =
-                    Regex::new(regex).map_err(|e| UsageError(format!("--inventory-hosts: {e}")))?;
-                Some((source, hosts))
-            }
-        };
-        Ok(EvidenceConfig {
+    /// These options as the library takes them (checked when a warden is
+    /// configured with them).
+    pub fn options(&self) -> EvidenceOptions {
+        EvidenceOptions {
             trust_local_pids: self.trust_local_pids,
-            inventory,
-            timeout,
-        })
+            hosts_file: self.hosts_file.clone(),
+            hosts_command: self.hosts_command.clone(),
+            inventory_hosts: self.inventory_hosts.clone(),
+        }
     }
 
     /// The first-seen store, when `--state-dir` was given.

@@ -1,22 +1,19 @@
-//! What `check` and `unlock` share: the options, the assessment, and the
-//! report in text and JSON.
+//! What `check`, `unlock` and `run` share: the options, the warden they
+//! configure, and the report as text.
+
+use std::sync::Arc;
 
 use clap::Args;
 use jiff::SignedDuration;
 use lockwarden::contract::{Lock, Verdict};
-use lockwarden::evidence::{EvidenceConfig, OwnChildren};
-use lockwarden::first_seen::FirstSeenStore;
 use lockwarden::repo::Repository;
-use lockwarden::runtime::{Policy, Runtime};
+use lockwarden::runtime::Policy;
 use lockwarden::text::escape;
-use lockwarden::time::format_rfc3339;
-use lockwarden::warden::{Assessment, Judgement, assess};
-use serde_json::{Value, json};
+use lockwarden::warden::{Act, Assessment, Report, Warden, WardenError};
 
+use super::PolicyArgs;
 use super::evidence_args::EvidenceArgs;
-use super::policy::{policy_json, print_logs};
 use super::repo_args::RepoArgs;
-use super::{PolicyArgs, UsageError};
 
 /// Options of every command that judges a repository's locks (`check`,
 /// `unlock`, `run`).
@@ -40,180 +37,102 @@ fn parse_setting(text: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("`{text}` is not KEY=VALUE"))
 }
 
-/// An open repository, a loaded policy, and everything needed to judge.
+/// An open repository and the warden that judges it.
 pub struct Judge {
     pub repo: Repository,
-    pub runtime: Runtime,
-    pub policy: Policy,
-    evidence: EvidenceConfig,
-    settings: Vec<(String, String)>,
-    first_seen: Option<FirstSeenStore>,
-    children: Option<OwnChildren>,
+    pub warden: Warden,
 }
 
 impl JudgeArgs {
     /// Loads the policy, then opens the repository (so that a broken policy
     /// fails before the slow key derivation).
     pub fn open(&self) -> anyhow::Result<Judge> {
-        let evidence = self.evidence.config(self.repo.timeout)?;
+        let evidence = self.evidence.options().config(self.repo.timeout)?;
         let location = self.repo.location()?;
         let password = self.repo.password()?;
         let (runtime, policy) = self.policy.load()?;
         let repo = Repository::open(location, &password, self.repo.timeout)?;
-        Ok(Judge {
-            repo,
-            runtime,
-            policy,
+        let warden = Warden {
+            runtime: Arc::new(runtime),
+            policy: Arc::new(policy),
             evidence,
             settings: self.settings.clone(),
             first_seen: self.evidence.first_seen(),
             children: None,
-        })
+        };
+        Ok(Judge { repo, warden })
     }
 }
 
 impl Judge {
-    /// Treats locks of these pids (restic processes lockwarden started) as
-    /// alive.
-    pub fn with_children(mut self, children: OwnChildren) -> Self {
-        self.children = Some(children);
-        self
-    }
-
-    /// Reads and judges every lock now.
-    pub fn assess(&self) -> anyhow::Result<Assessment> {
-        let judgement = Judgement {
-            runtime: &self.runtime,
-            policy: &self.policy,
-            evidence: &self.evidence,
-            children: self.children.clone(),
-            settings: &self.settings,
-            first_seen: self.first_seen.as_ref(),
-        };
-        let assessment = assess(&self.repo, judgement).map_err(|e| match e {
-            lockwarden::warden::AssessError::Plugin(p) if p.is_usage() => {
-                anyhow::Error::from(UsageError(p.to_string()))
-            }
-            other => other.into(),
-        })?;
-        print_logs(&self.policy, &assessment.logs);
-        Ok(assessment)
-    }
-
-    /// The JSON document describing `assessment`.
-    pub fn report_json(&self, a: &Assessment) -> Value {
-        let repo = self.repo.describe();
-        let locks: Vec<Value> = a
-            .locks
-            .iter()
-            .map(|(l, v)| {
-                let mut doc = json!({
-                    "id": l.id,
-                    "time": format_rfc3339(l.time),
-                    "age_seconds": (a.now.saturating_sub(l.time)) as f64 / 1e9,
-                    "exclusive": l.exclusive,
-                    "hostname": l.hostname,
-                    "username": l.username,
-                    "pid": l.pid,
-                    "uid": l.uid,
-                    "gid": l.gid,
-                    "first_seen": l.first_seen.map(format_rfc3339),
-                });
-                add_verdict(&mut doc, v);
-                doc
-            })
-            .collect();
-        let unreadable: Vec<Value> = a
-            .unreadable
-            .iter()
-            .map(|(u, v)| {
-                let mut doc = json!({"id": u.id, "size": u.size, "problem": u.problem});
-                add_verdict(&mut doc, v);
-                doc
-            })
-            .collect();
-        let remove = a.stale().count();
-        json!({
-            "repository": {
-                "id": repo.id,
-                "location": repo.location,
-                "backend": repo.backend,
-                "version": repo.version,
-            },
-            "policy": policy_json(&self.policy),
-            "checked_at": format_rfc3339(a.now),
-            "locks": locks,
-            "unreadable": unreadable,
-            "summary": {
-                "locks": a.locks.len(),
-                "unreadable": a.unreadable.len(),
-                "remove": remove,
-                "keep": a.locks.len() + a.unreadable.len() - remove,
-            },
-        })
-    }
-
-    /// The text table describing `assessment`.
-    pub fn report_text(&self, a: &Assessment) -> String {
-        let repo = self.repo.describe();
-        let info = self.policy.info();
-        let mut out = format!(
-            "repository {} at {} ({}, version {}); policy {} {}\n",
-            escape(short(&repo.id)),
-            escape(&repo.location),
-            repo.backend,
-            repo.version,
-            escape(&info.name),
-            escape(&info.version)
-        );
-        if a.locks.is_empty() && a.unreadable.is_empty() {
-            out += "no locks\n";
-            return out;
-        }
-        let rows: Vec<[String; 8]> = a.locks.iter().map(|(l, v)| lock_row(a.now, l, v)).collect();
-        if !rows.is_empty() {
-            let header = [
-                "LOCK", "HOLDER", "PID", "AGE", "KIND", "ACTION", "RULE", "REASON",
-            ]
-            .map(String::from);
-            out += &table(std::iter::once(header).chain(rows));
-        }
-        for (u, v) in &a.unreadable {
-            out += &format!(
-                "unreadable {} ({} bytes): {}: {} ({})\n",
-                short(&u.id),
-                u.size,
-                escape(&u.problem),
-                v.action.name(),
-                escape(&v.rule)
-            );
-        }
-        out
-    }
-
-    /// The one-line summary: `acted` locks removed (or that would be),
-    /// `failed` that could not be.
-    pub fn summary(a: &Assessment, verb: &str, acted: usize, failed: usize) -> String {
-        let remove = a.stale().count();
-        let failed = if failed > 0 {
-            format!(", {failed} could not be removed")
-        } else {
-            String::new()
-        };
-        format!(
-            "{} {}, {} unreadable: {acted} {verb}{failed}, {} kept",
-            a.locks.len(),
-            plural(a.locks.len(), "lock", "locks"),
-            a.unreadable.len(),
-            a.locks.len() + a.unreadable.len() - remove
-        )
+    /// Runs the job, writing what the policy logged.
+    pub fn run(&self, act: Act) -> Result<Report, WardenError> {
+        let report = self.warden.run(&self.repo, act)?;
+        self.warden.emit_logs(&report.assessment);
+        Ok(report)
     }
 }
 
-fn add_verdict(doc: &mut Value, v: &Verdict) {
-    doc["action"] = json!(v.action.name());
-    doc["rule"] = json!(v.rule);
-    doc["reason"] = json!(v.reason);
+/// The text table describing `report`.
+pub fn report_text(report: &Report, policy: &Policy) -> String {
+    let repo = &report.repository;
+    let a = &report.assessment;
+    let info = policy.info();
+    let mut out = format!(
+        "repository {} at {} ({}, version {}); policy {} {}\n",
+        escape(short(&repo.id)),
+        escape(&repo.location),
+        repo.backend,
+        repo.version,
+        escape(&info.name),
+        escape(&info.version)
+    );
+    if a.verdicts.is_empty() {
+        out += "no locks\n";
+        return out;
+    }
+    let rows: Vec<[String; 8]> = a
+        .verdicts
+        .locks
+        .iter()
+        .map(|(l, v)| lock_row(a.now, l, v))
+        .collect();
+    if !rows.is_empty() {
+        let header = [
+            "LOCK", "HOLDER", "PID", "AGE", "KIND", "ACTION", "RULE", "REASON",
+        ]
+        .map(String::from);
+        out += &table(std::iter::once(header).chain(rows));
+    }
+    for (u, v) in &a.verdicts.unreadable {
+        out += &format!(
+            "unreadable {} ({} bytes): {}: {} ({})\n",
+            short(&u.id),
+            u.size,
+            escape(&u.problem),
+            v.action.name(),
+            escape(&v.rule)
+        );
+    }
+    out
+}
+
+/// The one-line summary: `acted` locks removed (or that would be),
+/// `failed` that could not be.
+pub fn summary(a: &Assessment, verb: &str, acted: usize, failed: usize) -> String {
+    let remove = a.verdicts.stale().count();
+    let failed = if failed > 0 {
+        format!(", {failed} could not be removed")
+    } else {
+        String::new()
+    };
+    format!(
+        "{} {}, {} unreadable: {acted} {verb}{failed}, {} kept",
+        a.verdicts.locks.len(),
+        plural(a.verdicts.locks.len(), "lock", "locks"),
+        a.verdicts.unreadable.len(),
+        a.verdicts.len() - remove
+    )
 }
 
 fn lock_row(now: i64, l: &Lock, v: &Verdict) -> [String; 8] {

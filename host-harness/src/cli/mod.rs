@@ -23,13 +23,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use lockwarden::error::ErrorKind;
 use lockwarden::oci::Registry;
-use lockwarden::repo::{PasswordError, RepoError};
-use lockwarden::runtime::{
-    ArtifactCache, Limits, LoadError, PluginError, Policy, PolicySource, Runtime,
-};
-use lockwarden::warden::AssessError;
-use lockwarden::watch::WatchError;
+use lockwarden::runtime::{ArtifactCache, Limits, Policy, PolicySource, Runtime};
 
 /// Exit codes, documented in the README.
 pub mod code {
@@ -43,6 +39,18 @@ pub mod code {
     pub const NO_REPOSITORY: u8 = 10;
     /// Wrong password.
     pub const WRONG_PASSWORD: u8 = 12;
+
+    use lockwarden::error::ErrorKind;
+
+    /// The exit code of a failure of `kind`.
+    pub fn of(kind: ErrorKind) -> u8 {
+        match kind {
+            ErrorKind::Usage => USAGE,
+            ErrorKind::NoRepository => NO_REPOSITORY,
+            ErrorKind::WrongPassword => WRONG_PASSWORD,
+            ErrorKind::Failed => ERROR,
+        }
+    }
 }
 
 /// Keeps restic repositories free of stale locks without ever removing a live
@@ -186,55 +194,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The exit code for an error, by what went wrong.
+/// The exit code for an error: the kind of the outermost library error in
+/// its chain (each wrapper knows the kind of what it wraps).
 pub fn exit_code(error: &anyhow::Error) -> u8 {
-    for cause in error.chain() {
-        let plugin = cause
-            .downcast_ref::<PluginError>()
-            .or_else(|| match cause.downcast_ref() {
-                Some(AssessError::Plugin(p)) => Some(p),
-                _ => None,
-            })
-            .or_else(|| match cause.downcast_ref() {
-                Some(LoadError::Plugin(p)) => Some(p),
-                _ => None,
-            });
-        let repo = cause
-            .downcast_ref::<RepoError>()
-            .or_else(|| match cause.downcast_ref() {
-                Some(AssessError::Repo(r)) => Some(r),
-                _ => None,
-            });
-        let plugin = plugin.or_else(|| match cause.downcast_ref() {
-            Some(WatchError::Settings { error, .. }) => Some(error),
-            _ => None,
-        });
-        if let Some(plugin) = plugin {
-            return if plugin.is_usage() {
-                code::USAGE
-            } else {
-                code::ERROR
-            };
-        }
-        match repo {
-            Some(RepoError::NoRepository { .. }) => return code::NO_REPOSITORY,
-            Some(RepoError::WrongPassword { .. }) => return code::WRONG_PASSWORD,
-            Some(_) => return code::ERROR,
-            None => {}
-        }
-        if cause.downcast_ref::<UsageError>().is_some()
-            || matches!(cause.downcast_ref(), Some(PasswordError::Empty))
-        {
-            return code::USAGE;
-        }
-    }
-    code::ERROR
+    let kind = error.chain().find_map(lockwarden::error::kind_of);
+    code::of(kind.unwrap_or(ErrorKind::Failed))
 }
 
-/// An error in what the user asked for (exit code 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+pub use lockwarden::error::UsageError;
 
 #[cfg(test)]
 mod tests {
@@ -244,6 +211,39 @@ mod tests {
     #[test]
     fn cli_definition_is_valid() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_documented_exit_code_comes_from_one_kind() {
+        use lockwarden::repo::RepoError;
+        let location = || "/r".to_owned();
+        let cases: [(anyhow::Error, u8); 5] = [
+            (anyhow::anyhow!("anything"), code::ERROR),
+            (UsageError("bad flag".into()).into(), code::USAGE),
+            (
+                anyhow::Error::from(RepoError::NoRepository {
+                    location: location(),
+                    cause: "nothing there".into(),
+                })
+                .context("opening"),
+                code::NO_REPOSITORY,
+            ),
+            (
+                lockwarden::warden::WardenError::Repo(RepoError::WrongPassword {
+                    location: location(),
+                    detail: "1 tried".into(),
+                })
+                .into(),
+                code::WRONG_PASSWORD,
+            ),
+            (
+                lockwarden::repo::PasswordError::Empty.into(),
+                code::USAGE,
+            ),
+        ];
+        for (error, want) in cases {
+            assert_eq!(exit_code(&error), want, "{error:#}");
+        }
     }
 
     #[test]

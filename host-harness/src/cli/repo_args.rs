@@ -52,7 +52,7 @@ fn set<T: AsRef<std::ffi::OsStr>>(value: &Option<T>) -> Option<&T> {
 impl RepoArgs {
     /// The repository location: `-r` or the repository file, not both.
     pub fn location(&self) -> anyhow::Result<Location> {
-        Location::parse(&self.location_text()?).map_err(|e| UsageError(e).into())
+        Ok(Location::parse(&self.location_text()?)?)
     }
 
     /// The repository location as given, for passing on to restic.

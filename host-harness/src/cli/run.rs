@@ -4,7 +4,6 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
@@ -15,7 +14,7 @@ use anyhow::Context;
 use clap::Args;
 use lockwarden::evidence::OwnChildren;
 use lockwarden::repo::backend::Removal;
-use lockwarden::warden::remove_stale;
+use lockwarden::warden::Act;
 use rustix::process::{Pid, Signal, kill_process};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -49,7 +48,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let repository = args.judge.repo.location_text()?;
     let password = args.judge.repo.password()?;
     let children = OwnChildren::default();
-    let judge = args.judge.open()?.with_children(children.clone());
+    let mut judge = args.judge.open()?;
+    judge.warden.children = Some(children.clone());
     let child_pid = Arc::new(AtomicI32::new(0));
     let interrupted = forward_signals(child_pid.clone())?;
 
@@ -58,16 +58,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     clean(&judge);
     loop {
         let mut command = Command::new(&args.command[0]);
-        command
-            .args(&args.command[1..])
-            .env("RESTIC_REPOSITORY", &repository)
-            .env(
-                "RESTIC_PASSWORD",
-                OsString::from_vec(password.as_bytes().to_vec()),
-            )
-            .env_remove("RESTIC_REPOSITORY_FILE")
-            .env_remove("RESTIC_PASSWORD_FILE")
-            .env_remove("RESTIC_PASSWORD_COMMAND");
+        command.args(&args.command[1..]);
+        lockwarden::command::restic_env(&mut command, &repository, &password);
         let (code, locked) = run_once(command, &children, &child_pid)?;
         let now = Instant::now();
         if code == 0 || !locked || now >= deadline || interrupted.load(Ordering::SeqCst) {
@@ -89,17 +81,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 /// reported and does not stop restic from running: restic will say itself if
 /// the repository is still locked.
 fn clean(judge: &Judge) {
-    let assessment = match judge.assess() {
-        Ok(a) => a,
+    let report = match judge.run(Act::Remove) {
+        Ok(report) => report,
         Err(e) => {
             tracing::warn!(
                 "could not judge locks, removing none: {}",
-                escape(&format!("{e:#}"))
+                escape(&e.to_string())
             );
             return;
         }
     };
-    for result in remove_stale(&judge.repo, &assessment) {
+    for result in report.removals {
         match result.result {
             Ok(Removal::Removed | Removal::AlreadyGone) => tracing::info!(
                 "removed stale lock {} ({}): {}",

@@ -14,7 +14,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use super::evidence_args::EvidenceArgs;
-use super::{PolicyArgs, UsageError};
+use super::PolicyArgs;
 
 /// How long `watch` waits for its checks to finish after SIGTERM.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -35,8 +35,10 @@ pub struct WatchArgs {
 }
 
 pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
-    let evidence = args.evidence.config(lockwarden::command::DEFAULT_TIMEOUT)?;
-    let mut config = WatchConfig::load(&args.config).map_err(UsageError)?;
+    let evidence = args.evidence.options();
+    // Checked now even if every repository has its own.
+    evidence.config(lockwarden::command::DEFAULT_TIMEOUT)?;
+    let mut config = WatchConfig::load(&args.config)?;
     // --policy is the policy of every repository that names none.
     for repo in &mut config.repositories {
         repo.policy = repo.policy.take().or_else(|| args.policy.policy.clone());

@@ -28,6 +28,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde::Deserialize;
 
+use super::{Observations, Source};
 use crate::command;
 use crate::contract::Liveness;
 use crate::files::read_open_file;
@@ -107,6 +108,15 @@ impl Inventory {
                 self.hosts.as_str()
             )),
             Ok(_) => None,
+        }
+    }
+
+    /// This inventory as a [`Source`], with when each lock was first seen
+    /// (what its absence rule compares its own time with).
+    pub fn observed(self, observed: Observations) -> ObservedInventory {
+        ObservedInventory {
+            inventory: self,
+            observed,
         }
     }
 
@@ -496,5 +506,23 @@ mod tests {
                 .expect("problem")
                 .contains("hosts command failed")
         );
+    }
+}
+
+/// An inventory with the first sightings of the locks it is asked about.
+pub struct ObservedInventory {
+    inventory: Inventory,
+    observed: Observations,
+}
+
+impl Source for ObservedInventory {
+    /// An inventory knows hosts, not processes.
+    fn process(&self, _hostname: &str, _pid: i64, _since: i64) -> Option<Liveness> {
+        None
+    }
+
+    fn host(&self, hostname: &str, since: i64) -> Option<Liveness> {
+        let observed = self.observed.get(&(hostname.to_owned(), since)).copied();
+        Some(self.inventory.host(hostname, since, observed))
     }
 }

@@ -1,5 +1,6 @@
-//! The evidence a real check uses: this machine's processes, an optional host
-//! inventory, and the restic processes lockwarden itself started.
+//! The evidence a real check uses: the restic processes lockwarden itself
+//! started, this machine's processes, and an optional host inventory,
+//! combined by [`super::compose`]'s rule.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -7,7 +8,8 @@ use std::time::Duration;
 
 use regex::Regex;
 
-use super::{Evidence, Inventory, InventorySource, LinuxProcesses, LocalProcesses, ProcessTable};
+use super::compose::{Composed, Source};
+use super::{Evidence, Inventory, InventorySource, LinuxProcesses, LocalProcesses};
 use super::{hostname, pid_namespace_problem};
 use crate::contract::Liveness;
 
@@ -37,6 +39,10 @@ impl Default for EvidenceConfig {
 /// lock's (hostname, time): what the inventory compares its own time with.
 pub type Observations = HashMap<(String, i64), i64>;
 
+/// Pids of restic processes that lockwarden started and that still run
+/// (`lockwarden run`); their locks are known alive.
+pub type OwnChildren = Arc<Mutex<HashSet<i64>>>;
+
 impl EvidenceConfig {
     /// Gathers evidence for one check, after its locks were listed: reads
     /// the inventory now, so that it is younger than every lock in
@@ -52,8 +58,20 @@ impl EvidenceConfig {
         } else {
             pid_namespace_problem()
         };
-        let processes = LocalProcesses::new(LinuxProcesses::new(), hostname(), untrusted);
-        let inventory = self.inventory.as_ref().map(|(source, hosts)| {
+        let local = hostname();
+        let mut sources: Vec<Box<dyn Source>> = Vec::new();
+        if let Some(children) = children {
+            sources.push(Box::new(Children {
+                pids: children,
+                hostname: local.clone(),
+            }));
+        }
+        sources.push(Box::new(LocalProcesses::new(
+            LinuxProcesses::new(),
+            local.clone(),
+            untrusted,
+        )));
+        if let Some((source, hosts)) = &self.inventory {
             let inventory = Inventory::read(source, hosts.clone(), self.timeout);
             if let Some(problem) = inventory.problem() {
                 tracing::warn!(
@@ -61,73 +79,29 @@ impl EvidenceConfig {
                     crate::text::escape(&problem)
                 );
             }
-            inventory
-        });
-        Arc::new(LiveEvidence::new(processes, inventory, children).observed(observed))
-    }
-}
-
-/// Pids of restic processes that lockwarden started and that still run
-/// (`lockwarden run`); their locks are known alive.
-pub type OwnChildren = Arc<Mutex<HashSet<i64>>>;
-
-/// Processes, inventory and own children, combined.
-pub struct LiveEvidence<T> {
-    processes: LocalProcesses<T>,
-    inventory: Option<Inventory>,
-    children: Option<OwnChildren>,
-    observed: Observations,
-}
-
-impl<T: ProcessTable> LiveEvidence<T> {
-    /// Evidence from `processes`, with `inventory` answering host questions
-    /// when given, and `children` known alive.
-    pub fn new(
-        processes: LocalProcesses<T>,
-        inventory: Option<Inventory>,
-        children: Option<OwnChildren>,
-    ) -> Self {
-        LiveEvidence {
-            processes,
-            inventory,
-            children,
-            observed: Observations::new(),
+            sources.push(Box::new(inventory.observed(observed)));
         }
-    }
-
-    /// When each lock was first seen, for the inventory's absence rule.
-    pub fn observed(mut self, observed: Observations) -> Self {
-        self.observed = observed;
-        self
+        Arc::new(Composed::new(local, sources))
     }
 }
 
-impl<T: ProcessTable> Evidence for LiveEvidence<T> {
-    fn local_hostname(&self) -> Option<String> {
-        self.processes.local_hostname()
-    }
+/// The restic processes lockwarden started: alive while they run.
+struct Children {
+    pids: OwnChildren,
+    hostname: Option<String>,
+}
 
-    fn process(&self, hostname: &str, pid: i64, since: i64) -> Liveness {
-        let own = self
-            .children
-            .as_ref()
-            .and_then(|c| c.lock().ok().map(|set| set.contains(&pid)))
-            .unwrap_or(false);
-        if own && self.local_hostname().as_deref() == Some(hostname) {
-            return Liveness::Alive(format!(
+impl Source for Children {
+    fn process(&self, hostname: &str, pid: i64, _since: i64) -> Option<Liveness> {
+        let own = self.pids.lock().ok().is_some_and(|set| set.contains(&pid));
+        (own && self.hostname.as_deref() == Some(hostname)).then(|| {
+            Liveness::Alive(format!(
                 "process {pid} is a restic that lockwarden started and that still runs"
-            ));
-        }
-        self.processes.process(hostname, pid, since)
+            ))
+        })
     }
 
-    fn host(&self, hostname: &str, since: i64) -> Liveness {
-        match &self.inventory {
-            Some(inventory) => {
-                let observed = self.observed.get(&(hostname.to_owned(), since)).copied();
-                inventory.host(hostname, since, observed)
-            }
-            None => self.processes.host(hostname, since),
-        }
+    fn host(&self, _hostname: &str, _since: i64) -> Option<Liveness> {
+        None
     }
 }

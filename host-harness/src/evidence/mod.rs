@@ -1,15 +1,20 @@
 //! What the host gives a policy: the time, evidence about lock holders, and a
 //! log. Policies see none of the machine except through these.
 
+pub mod compose;
 pub(crate) mod inventory;
 mod live;
+mod options;
 mod process;
 #[cfg(target_os = "linux")]
 mod process_linux;
 mod recorded;
 
 pub use inventory::{HostRecord, Inventory, InventorySource};
-pub use live::{EvidenceConfig, LiveEvidence, Observations, OwnChildren};
+pub use compose::{Composed, Source, combine};
+pub use inventory::ObservedInventory;
+pub use live::{EvidenceConfig, Observations, OwnChildren};
+pub use options::{EvidenceError, EvidenceOptions};
 pub use process::{LocalProcesses, Probe, ProcessTable};
 #[cfg(target_os = "linux")]
 pub use process_linux::{LinuxProcesses, hostname, pid_namespace_problem};

@@ -15,7 +15,7 @@
 //! may belong to processes it cannot see, so the answer is `unknown` unless
 //! the operator says the namespace is shared.
 
-use super::Evidence;
+use super::Source;
 use crate::contract::Liveness;
 use crate::time::format_rfc3339;
 
@@ -76,12 +76,20 @@ fn looks_like_restic(name: &str) -> bool {
     name.to_ascii_lowercase().contains("restic")
 }
 
-impl<T: ProcessTable> Evidence for LocalProcesses<T> {
-    fn local_hostname(&self) -> Option<String> {
-        self.hostname.clone()
+impl<T: ProcessTable> Source for LocalProcesses<T> {
+    fn process(&self, hostname: &str, pid: i64, since: i64) -> Option<Liveness> {
+        Some(self.answer(hostname, pid, since))
     }
 
-    fn process(&self, hostname: &str, pid: i64, since: i64) -> Liveness {
+    /// A process table knows nothing of hosts.
+    fn host(&self, _hostname: &str, _since: i64) -> Option<Liveness> {
+        None
+    }
+}
+
+impl<T: ProcessTable> LocalProcesses<T> {
+    /// What the table says of `pid` on `hostname`, locked at `since`.
+    fn answer(&self, hostname: &str, pid: i64, since: i64) -> Liveness {
         if self.hostname.as_deref() != Some(hostname) {
             return Liveness::Unknown(format!(
                 "{} is not this machine",
@@ -106,15 +114,6 @@ impl<T: ProcessTable> Evidence for LocalProcesses<T> {
         answer
     }
 
-    fn host(&self, hostname: &str, _since: i64) -> Liveness {
-        Liveness::Unknown(format!(
-            "no inventory says whether host {} exists",
-            crate::text::escape(hostname)
-        ))
-    }
-}
-
-impl<T: ProcessTable> LocalProcesses<T> {
     /// What the process table says about `pid`, judged against a lock
     /// written at `since`.
     fn probe(&self, pid: i32, since: i64) -> Liveness {
@@ -192,7 +191,7 @@ mod tests {
 
     fn ask(table: Table, untrusted: Option<&str>, hostname: &str, pid: i64) -> Liveness {
         LocalProcesses::new(table, Some("vm".into()), untrusted.map(str::to_owned))
-            .process(hostname, pid, LOCK)
+            .answer(hostname, pid, LOCK)
     }
 
     #[test]

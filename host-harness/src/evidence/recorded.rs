@@ -26,7 +26,8 @@ impl Recorded {
 
     /// Records the answers about the holder of a lock written by `pid` on
     /// `hostname` at `since`. Where two locks ask the same question with
-    /// different answers, the safer one wins (alive over unknown over dead).
+    /// different answers, the one [`super::combine`] keeps wins (alive over
+    /// unknown over dead).
     pub fn insert(
         &mut self,
         hostname: &str,
@@ -52,21 +53,19 @@ impl Recorded {
     }
 }
 
+/// Keeps the answer [`super::combine`] prefers of the one recorded and
+/// `answer`.
 fn merge<K>(slot: std::collections::hash_map::Entry<'_, K, Liveness>, answer: Liveness) {
-    slot.and_modify(|old| {
-        if safety(&answer) > safety(old) {
-            *old = answer.clone();
+    match slot {
+        std::collections::hash_map::Entry::Occupied(mut old) => {
+            let old = old.get_mut();
+            if let Some(kept) = super::combine([old.clone(), answer]) {
+                *old = kept;
+            }
         }
-    })
-    .or_insert(answer);
-}
-
-/// How safe an answer is to act on: higher keeps more locks.
-fn safety(answer: &Liveness) -> u8 {
-    match answer {
-        Liveness::Dead(_) => 0,
-        Liveness::Unknown(_) => 1,
-        Liveness::Alive(_) => 2,
+        std::collections::hash_map::Entry::Vacant(slot) => {
+            slot.insert(answer);
+        }
     }
 }
 

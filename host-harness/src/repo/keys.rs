@@ -124,7 +124,12 @@ fn open_parsed(file: &KeyFile, password: &[u8]) -> Result<Key, KeyError> {
         .map_err(|e| KeyError::Invalid(format!("scrypt failed: {e}")))?;
     let user_key = Key::from_derived(&derived);
     let plaintext = user_key.open(&data).map_err(|_| KeyError::WrongPassword)?;
-    let master: MasterKeyJson = serde_json::from_slice(&plaintext)
+    master_key(&plaintext)
+}
+
+/// The master key from the JSON a key file's `data` decrypts to.
+pub(crate) fn master_key(plaintext: &[u8]) -> Result<Key, KeyError> {
+    let master: MasterKeyJson = serde_json::from_slice(plaintext)
         .map_err(|e| KeyError::Invalid(format!("master key is not valid JSON: {e}")))?;
     Ok(Key::new(
         base64_bytes("encrypt", &master.encrypt)?,

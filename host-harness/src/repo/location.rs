@@ -1,31 +1,39 @@
 //! Where a repository is, parsed the way restic parses `-r`, with credentials
-//! kept out of anything printed.
+//! kept out of anything printed. Which backend serves a location is the
+//! registry's business ([`super::backend::SCHEMES`]); this module only keeps
+//! the string and hides its secrets.
 
-use std::path::PathBuf;
+use std::time::Duration;
 
-/// restic's backend schemes that lockwarden reads through the `restic` binary.
-const RESTIC_ONLY_SCHEMES: [&str; 7] = ["sftp", "s3", "b2", "azure", "gs", "swift", "rclone"];
+use super::Password;
+use super::backend::{Backend, BackendError, Scheme, Target, scheme_of};
 
-/// A repository location.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Location {
-    /// A directory on this machine (`/srv/repo` or `local:/srv/repo`).
-    Local(PathBuf),
-    /// A REST server (`rest:http://[user:pass@]host:port/path`).
-    Rest {
-        /// The base URL without credentials, without a trailing slash.
-        url: String,
-        /// `user:password` from the URL, if any.
-        credentials: Option<(String, String)>,
-    },
-    /// Anything else restic understands; read through the `restic` binary.
-    Restic {
-        /// The location exactly as given (passed to restic).
-        raw: String,
-        /// Its scheme (`sftp`, `s3`, ...).
-        scheme: String,
-    },
+/// A repository location: its backend's scheme and the string that backend
+/// parsed (which may hold credentials, so it is never shown as is).
+#[derive(Clone)]
+pub struct Location {
+    scheme: &'static Scheme,
+    text: String,
 }
+
+/// Why a location string is refused. Never quotes a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LocationError {
+    /// Nothing was given.
+    #[error("the repository location is empty")]
+    Empty,
+    /// The string is not a location of its scheme.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl PartialEq for Location {
+    fn eq(&self, other: &Location) -> bool {
+        self.scheme.name == other.scheme.name && self.text == other.text
+    }
+}
+
+impl Eq for Location {}
 
 impl std::fmt::Debug for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -36,88 +44,42 @@ impl std::fmt::Debug for Location {
 impl Location {
     /// Parses a repository string as restic does: a known `scheme:` prefix,
     /// else a local path.
-    pub fn parse(text: &str) -> Result<Location, String> {
+    pub fn parse(text: &str) -> Result<Location, LocationError> {
         let text = text.trim();
         if text.is_empty() {
-            return Err("the repository location is empty".into());
+            return Err(LocationError::Empty);
         }
-        if let Some(path) = text.strip_prefix("local:") {
-            return Ok(Location::Local(PathBuf::from(path)));
-        }
-        if let Some(url) = text.strip_prefix("rest:") {
-            return parse_rest(url);
-        }
-        if let Some((scheme, _)) = text.split_once(':')
-            && RESTIC_ONLY_SCHEMES.contains(&scheme)
-        {
-            return Ok(Location::Restic {
-                raw: text.to_owned(),
-                scheme: scheme.to_owned(),
-            });
-        }
-        Ok(Location::Local(PathBuf::from(text)))
+        let scheme = scheme_of(text);
+        Ok(Location {
+            scheme,
+            text: (scheme.parse)(text)?,
+        })
     }
 
-    /// The backend kind, as the contract's `repository.backend` names it.
-    pub fn backend(&self) -> &str {
-        match self {
-            Location::Local(_) => "local",
-            Location::Rest { .. } => "rest",
-            Location::Restic { scheme, .. } => scheme,
-        }
+    /// The backend's name, as the contract's `repository.backend` has it.
+    pub fn backend(&self) -> &'static str {
+        self.scheme.name
     }
 
-    /// The location for display and logs: passwords replaced by `***`.
+    /// The location for display and logs: secrets replaced by `***`.
     pub fn redacted(&self) -> String {
-        match self {
-            // A mistyped URL is taken for a path: it may hold a password.
-            Location::Local(path) => redact_userinfo(&path.display().to_string()),
-            Location::Rest { url, credentials } => match (credentials, url.split_once("://")) {
-                (Some((user, _)), Some((scheme, rest))) => {
-                    format!("rest:{scheme}://{user}:***@{rest}")
-                }
-                _ => format!("rest:{url}"),
-            },
-            Location::Restic { raw, .. } => redact_userinfo(raw),
-        }
+        redact_userinfo(&self.text)
     }
-}
 
-fn parse_rest(url: &str) -> Result<Location, String> {
-    let (scheme, rest) = url
-        .split_once("://")
-        .filter(|(s, _)| matches!(*s, "http" | "https"))
-        .ok_or_else(|| {
-            format!(
-                "`rest:{}` is not rest:http(s)://host:port/path",
-                redact_userinfo(url)
-            )
-        })?;
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    if !authority.contains('@') && path.contains('@') {
-        return Err(
-            "the rest: URL has an `@` after its first `/`; if the password holds a `/`, \
-             write it as %2F"
-                .into(),
-        );
+    /// Opens the backend that serves this location; each request or command
+    /// it makes ends within `timeout`.
+    pub fn open(
+        &self,
+        password: &Password,
+        timeout: Duration,
+    ) -> Result<Box<dyn Backend>, BackendError> {
+        (self.scheme.open)(&Target {
+            location: &self.text,
+            shown: &self.redacted(),
+            password,
+            timeout,
+        })
     }
-    let (credentials, host) = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let (user, pass) = userinfo.split_once(':').unwrap_or((userinfo, ""));
-            (Some((percent_decode(user), percent_decode(pass))), host)
-        }
-        None => (None, authority),
-    };
-    if host.is_empty() {
-        return Err("the rest: URL has no host".into());
-    }
-    let path = path.trim_end_matches('/');
-    let url = if path.is_empty() {
-        format!("{scheme}://{host}")
-    } else {
-        format!("{scheme}://{host}/{path}")
-    };
-    Ok(Location::Rest { url, credentials })
 }
 
 /// Replaces the secrets in a repository string with `***`: the password of
@@ -174,7 +136,7 @@ fn redact_secret_options(text: &str) -> String {
     out
 }
 
-fn percent_decode(text: &str) -> String {
+pub(crate) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -201,27 +163,22 @@ fn percent_decode(text: &str) -> String {
 mod tests {
     use super::*;
 
+    fn parsed(text: &str) -> (&'static str, String) {
+        let location = Location::parse(text).expect("parses");
+        (location.backend(), location.text)
+    }
+
     #[test]
     fn parses_like_restic() {
+        assert_eq!(parsed("/srv/repo"), ("local", "/srv/repo".into()));
+        assert_eq!(parsed("local:rel/repo"), ("local", "rel/repo".into()));
         assert_eq!(
-            Location::parse("/srv/repo"),
-            Ok(Location::Local("/srv/repo".into()))
+            parsed("rest:http://u:p%40ss@127.0.0.1:8000/repo/"),
+            ("rest", "rest:http://u:p%40ss@127.0.0.1:8000/repo".into())
         );
-        assert_eq!(
-            Location::parse("local:rel/repo"),
-            Ok(Location::Local("rel/repo".into()))
-        );
-        assert_eq!(
-            Location::parse("rest:http://u:p%40ss@127.0.0.1:8000/repo/"),
-            Ok(Location::Rest {
-                url: "http://127.0.0.1:8000/repo".into(),
-                credentials: Some(("u".into(), "p@ss".into())),
-            })
-        );
-        let s3 = Location::parse("s3:s3.amazonaws.com/bucket").expect("parses");
-        assert_eq!(s3.backend(), "s3");
+        assert_eq!(parsed("s3:s3.amazonaws.com/bucket").0, "s3");
         assert!(Location::parse("rest:ftp://x").is_err());
-        assert!(Location::parse("").is_err());
+        assert_eq!(Location::parse(" "), Err(LocationError::Empty));
     }
 
     #[test]
@@ -235,7 +192,7 @@ mod tests {
         let sftp = Location::parse("rclone:remote:path").expect("ok");
         assert_eq!(sftp.redacted(), "rclone:remote:path");
         let err = Location::parse("rest:ftp://bob:secret@h/").expect_err("bad scheme");
-        assert!(!err.contains("secret"), "{err}");
+        assert!(!err.to_string().contains("secret"), "{err}");
         assert_eq!(
             redact_userinfo("s3:https://k:s@h/b"),
             "s3:https://k:***@h/b"
@@ -258,11 +215,11 @@ mod tests {
             assert_eq!(redact_userinfo(text), shown);
         }
         let malformed = Location::parse("rest:http//alice:S1@h:8000/r").expect_err("no ://");
-        assert!(!malformed.contains("S1"), "{malformed}");
+        assert!(!malformed.to_string().contains("S1"), "{malformed}");
         let path = Location::parse("rst:http://alice:S3@h/r").expect("a path");
         assert!(!path.redacted().contains("S3"));
         let slash = Location::parse("rest:http://user:pa/ss-MARKER@127.0.0.1:1/repo")
             .expect_err("an @ in the path");
-        assert!(!slash.contains("MARKER"), "{slash}");
+        assert!(!slash.to_string().contains("MARKER"), "{slash}");
     }
 }

@@ -2,122 +2,25 @@
 //!
 //! A [`Repository`] is opened once (one scrypt derivation) and then read as
 //! often as needed; the master key stays in memory and is never written.
+//! Which storage it lives on is a [`backend::Backend`]'s business.
 
 pub mod backend;
 pub mod crypto;
 pub mod keys;
 pub mod location;
 pub mod lockfile;
-mod restic_cli;
+mod password;
 
-use backend::{Backend, BackendError, Kind, LocalBackend, Removal, RestBackend};
+use backend::{Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal};
 use crypto::Key;
 use location::Location;
-use restic_cli::{ResticCli, ResticFailure};
+pub use password::{Password, PasswordError, PasswordSource};
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::command;
 use crate::contract::{self, Lock, UnreadableLock};
-use crate::files::{ReadError, read_regular_file};
 use crate::limits;
 use crate::parallel::parallel_map;
-
-/// How many lock files are read at once.
-const READ_WORKERS: usize = 8;
-
-/// A repository password. Never printed.
-#[derive(Clone)]
-pub struct Password(Vec<u8>);
-
-impl Password {
-    /// Wraps password bytes.
-    pub fn new(bytes: impl Into<Vec<u8>>) -> Password {
-        Password(bytes.into())
-    }
-
-    /// The password's bytes, for handing to a restic that lockwarden starts.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
-
-    fn as_str_lossy(&self) -> String {
-        String::from_utf8_lossy(&self.0).into_owned()
-    }
-}
-
-impl std::fmt::Debug for Password {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Password(***)")
-    }
-}
-
-/// Where a password comes from. The command line and `watch` both resolve
-/// it here; which source wins when several are given is the caller's
-/// (restic's order: command, then file, then `RESTIC_PASSWORD`).
-#[derive(Debug, Clone)]
-pub enum PasswordSource {
-    /// A shell command printing it (`--password-command`).
-    Command(String),
-    /// A file holding it (`--password-file`).
-    File(PathBuf),
-    /// The value itself (from `RESTIC_PASSWORD` or a named variable).
-    Value(Password),
-}
-
-/// Why no password could be had. Never contains the password.
-#[derive(Debug, thiserror::Error)]
-pub enum PasswordError {
-    /// The file could not be read.
-    #[error("cannot read password file {path}: it {cause}")]
-    File {
-        /// The file.
-        path: String,
-        /// Why.
-        cause: ReadError,
-    },
-    /// The command failed.
-    #[error("the password command {0}")]
-    Command(String),
-    /// The password is empty.
-    #[error("the password is empty; restic refuses an empty password too")]
-    Empty,
-}
-
-impl PasswordSource {
-    /// Reads the password now: a file within [`limits::PASSWORD`] bytes (a
-    /// regular file only), a command within `timeout`, trimmed of surrounding
-    /// whitespace as restic does.
-    pub fn resolve(&self, timeout: Duration) -> Result<Password, PasswordError> {
-        let bytes = match self {
-            PasswordSource::File(path) => {
-                read_regular_file(path, limits::PASSWORD).map_err(|cause| PasswordError::File {
-                    path: path.display().to_string(),
-                    cause,
-                })?
-            }
-            PasswordSource::Command(line) => {
-                let output = command::run(command::shell(line), timeout, limits::PASSWORD)
-                    .map_err(|e| PasswordError::Command(e.to_string()))?;
-                if !output.status.success() {
-                    return Err(PasswordError::Command(format!(
-                        "failed ({}): {}",
-                        output.status,
-                        output.stderr_line()
-                    )));
-                }
-                output.stdout
-            }
-            PasswordSource::Value(password) => password.0.clone(),
-        };
-        let trimmed = bytes.trim_ascii();
-        if trimmed.is_empty() {
-            return Err(PasswordError::Empty);
-        }
-        Ok(Password::new(trimmed.to_vec()))
-    }
-}
 
 /// The parts of `config` lockwarden uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,15 +83,15 @@ pub enum RepoError {
         /// What failed, naming the location.
         cause: String,
     },
-    /// Removal by id is not possible on this backend.
+    /// This backend cannot remove a lock by id (see its capabilities).
     #[error(
-        "cannot remove locks from {location}: lockwarden removes locks by id only in local and rest: repositories, and reads {backend} repositories through restic; run `lockwarden check` to see which locks are stale, then `restic unlock` there"
+        "cannot remove locks from {location}: lockwarden reads {backend} repositories but cannot remove a lock there by id; run `lockwarden check` to see which locks are stale, then `restic unlock` there"
     )]
     RemovalUnsupported {
         /// Redacted location.
         location: String,
         /// The backend.
-        backend: String,
+        backend: &'static str,
     },
     /// Anything else.
     #[error("repository {location}: {cause}")]
@@ -231,16 +134,13 @@ fn bounded_problem(problem: String) -> String {
     format!("{}...", &problem[..end])
 }
 
-enum Access {
-    Native { store: Box<dyn Backend>, key: Key },
-    Restic(ResticCli),
-}
-
-/// An open repository: its location, config and master key.
+/// An open repository: its location, config, backend and master key.
 pub struct Repository {
     location: Location,
     config: Config,
-    access: Access,
+    backend: Box<dyn Backend>,
+    /// `None` where the backend decrypts ([`Contents::Decrypted`]).
+    key: Option<Key>,
 }
 
 impl Repository {
@@ -252,39 +152,43 @@ impl Repository {
         password: &Password,
         timeout: Duration,
     ) -> Result<Repository, RepoError> {
+        let backend = location
+            .open(password, timeout)
+            .map_err(|e| opening(&location.redacted(), e))?;
+        Repository::with_backend(location, backend, password)
+    }
+
+    /// Opens the repository that `backend` holds (any backend, the in-memory
+    /// one of unit tests too); `location` names it in messages.
+    pub fn with_backend(
+        location: Location,
+        backend: Box<dyn Backend>,
+        password: &Password,
+    ) -> Result<Repository, RepoError> {
         let shown = location.redacted();
-        let store: Box<dyn Backend> = match &location {
-            Location::Local(path) => {
-                Box::new(LocalBackend::open(path).map_err(|e| no_repo_or(&shown, e))?)
-            }
-            Location::Rest { url, credentials } => Box::new(RestBackend::new(
-                url,
-                credentials.as_ref(),
-                shown.clone(),
-                timeout,
-            )),
-            Location::Restic { raw, .. } => {
-                let cli = ResticCli::new(raw, password.clone(), timeout);
-                let config = cli.config().map_err(|f| restic_error(&shown, f))?;
-                return Ok(Repository {
-                    location,
-                    config,
-                    access: Access::Restic(cli),
-                });
+        let stored_config = backend
+            .read(Kind::Config, "")
+            .map_err(|e| opening(&shown, e))?;
+        let (key, config) = match backend.capabilities().contents {
+            Contents::Decrypted => (None, parse_config(&stored_config)),
+            Contents::Encrypted => {
+                let key = open_master_key(backend.as_ref(), password, &shown)?;
+                let config = key
+                    .open(&stored_config)
+                    .map_err(|e| format!("cannot decrypt config: {e}"))
+                    .and_then(|plain| parse_config(&plain));
+                (Some(key), config)
             }
         };
-        let sealed_config = store
-            .read(Kind::Config, "")
-            .map_err(|e| no_repo_or(&shown, e))?;
-        let key = open_master_key(store.as_ref(), password, &shown)?;
-        let config = parse_config(&key, &sealed_config).map_err(|cause| RepoError::Other {
-            location: shown.clone(),
+        let config = config.map_err(|cause| RepoError::Other {
+            location: shown,
             cause,
         })?;
         Ok(Repository {
             location,
             config,
-            access: Access::Native { store, key },
+            backend,
+            key,
         })
     }
 
@@ -298,82 +202,35 @@ impl Repository {
         &self.config
     }
 
+    /// What its backend can do.
+    pub fn capabilities(&self) -> Capabilities {
+        self.backend.capabilities()
+    }
+
     /// The repository as the contract describes it.
     pub fn describe(&self) -> contract::Repository {
         contract::Repository {
             id: self.config.id.clone(),
             location: self.location.redacted(),
-            backend: self.location.backend().to_owned(),
+            backend: self.backend.name().to_owned(),
             version: self.config.version,
         }
     }
 
     /// Lists and reads every lock, in parallel. A file that cannot be read or
-    /// decoded becomes an [`UnreadableLock`]; only a failed listing is an
-    /// error.
+    /// decoded becomes an [`UnreadableLock`]; a file removed between listing
+    /// and reading is left out; only a failed listing is an error.
     pub fn read_locks(&self) -> Result<LockSet, RepoError> {
-        let shown = self.location.redacted();
-        let results: Vec<Read> = match &self.access {
-            Access::Native { store, key } => {
-                let files = match store.list(Kind::Lock) {
-                    Ok(files) => files,
-                    // restic, too, takes a missing locks/ for no locks.
-                    Err(BackendError::NotFound(_)) => Vec::new(),
-                    Err(e) => return Err(store_error(&shown, e)),
-                };
-                parallel_map(&files, READ_WORKERS, |file| {
-                    let unreadable = |size: u64, problem: String| {
-                        Read::Unreadable(UnreadableLock {
-                            id: file.name.clone(),
-                            size,
-                            problem: bounded_problem(problem),
-                        })
-                    };
-                    if file.size > Kind::Lock.limit() {
-                        return unreadable(
-                            file.size,
-                            BackendError::TooLarge {
-                                size: file.size,
-                                limit: Kind::Lock.limit(),
-                            }
-                            .to_string(),
-                        );
-                    }
-                    match store.read(Kind::Lock, &file.name) {
-                        Ok(bytes) => match lockfile::decode(&file.name, &bytes, key) {
-                            Ok(lock) => Read::Lock(lock),
-                            Err(problem) => unreadable(bytes.len() as u64, problem),
-                        },
-                        // Removed between listing and reading (its holder
-                        // refreshed or finished): simply no longer there.
-                        Err(BackendError::NotFound(_)) => Read::Vanished,
-                        Err(e @ BackendError::TooLarge { size, .. }) => {
-                            unreadable(size, e.to_string())
-                        }
-                        Err(e) => unreadable(file.size, format!("cannot read: {e}")),
-                    }
-                })
-            }
-            Access::Restic(cli) => {
-                let ids = cli.list_locks().map_err(|f| restic_error(&shown, f))?;
-                parallel_map(&ids, 4, |id| {
-                    match cli
-                        .read_lock(id)
-                        .and_then(|json| lockfile::parse(id, &json))
-                    {
-                        Ok(lock) => Read::Lock(lock),
-                        Err(problem) => Read::Unreadable(UnreadableLock {
-                            id: id.clone(),
-                            size: 0,
-                            problem: bounded_problem(problem),
-                        }),
-                    }
-                })
-            }
+        let files = match self.backend.list(Kind::Lock) {
+            Ok(files) => files,
+            // restic, too, takes a missing locks/ for no locks.
+            Err(BackendError::NotFound(_)) => Vec::new(),
+            Err(e) => return Err(failed(&self.location.redacted(), e)),
         };
+        let workers = self.capabilities().parallel_reads.max(1);
         let mut set = LockSet::default();
-        for result in results {
-            match result {
+        for read in parallel_map(&files, workers, |file| self.read_lock(file)) {
+            match read {
                 Read::Lock(lock) => set.locks.push(lock),
                 Read::Unreadable(u) => set.unreadable.push(u),
                 Read::Vanished => {}
@@ -382,26 +239,62 @@ impl Repository {
         Ok(set)
     }
 
-    /// Deletes `locks/<id>`. An id that is already gone counts as removed.
-    pub fn remove_lock(&self, id: &str) -> Result<Removal, RepoError> {
-        let shown = self.location.redacted();
-        match &self.access {
-            Access::Native { store, .. } => {
-                store.remove_lock(id).map_err(|e| store_error(&shown, e))
-            }
-            Access::Restic(_) => self.check_removable().map(|()| Removal::Removed),
+    /// Reads and decodes one listed lock file.
+    fn read_lock(&self, file: &FileInfo) -> Read {
+        let unreadable = |size: u64, problem: String| {
+            Read::Unreadable(UnreadableLock {
+                id: file.name.clone(),
+                size,
+                problem: bounded_problem(problem),
+            })
+        };
+        let listed = file.size.unwrap_or(0);
+        let limit = Kind::Lock.limit();
+        if listed > limit {
+            let too_large = BackendError::TooLarge {
+                size: listed,
+                limit,
+            };
+            return unreadable(listed, too_large.to_string());
+        }
+        let bytes = match self.backend.read(Kind::Lock, &file.name) {
+            Ok(bytes) => bytes,
+            // Removed between listing and reading (its holder refreshed or
+            // finished): simply no longer there.
+            Err(BackendError::NotFound(_)) => return Read::Vanished,
+            Err(e @ BackendError::TooLarge { size, .. }) => return unreadable(size, e.to_string()),
+            Err(e) => return unreadable(listed, format!("cannot read: {e}")),
+        };
+        let decoded = match &self.key {
+            Some(key) => lockfile::decode(&file.name, &bytes, key),
+            None => lockfile::parse(&file.name, &bytes),
+        };
+        match decoded {
+            Ok(lock) => Read::Lock(lock),
+            Err(problem) => unreadable(bytes.len() as u64, problem),
         }
     }
 
-    /// Fails with [`RepoError::RemovalUnsupported`] when locks cannot be
-    /// removed by id on this backend.
+    /// Deletes `locks/<id>`. An id that is already gone counts as removed.
+    /// A backend that cannot remove ([`Capabilities::remove`]) is refused
+    /// here, before it is asked.
+    pub fn remove_lock(&self, id: &str) -> Result<Removal, RepoError> {
+        self.check_removable()?;
+        self.backend
+            .remove(id)
+            .map_err(|e| failed(&self.location.redacted(), e))
+    }
+
+    /// Fails with [`RepoError::RemovalUnsupported`] when this backend cannot
+    /// remove a lock by id.
     pub fn check_removable(&self) -> Result<(), RepoError> {
-        match self.access {
-            Access::Native { .. } => Ok(()),
-            Access::Restic(_) => Err(RepoError::RemovalUnsupported {
+        if self.capabilities().remove {
+            Ok(())
+        } else {
+            Err(RepoError::RemovalUnsupported {
                 location: self.location.redacted(),
-                backend: self.location.backend().to_owned(),
-            }),
+                backend: self.backend.name(),
+            })
         }
     }
 }
@@ -410,11 +303,11 @@ impl Repository {
 /// most [`keys::MAX_KEYS`] (as restic), and at most
 /// [`limits::SCRYPT_WORK_TOTAL`] scrypt work in all.
 fn open_master_key(
-    store: &dyn Backend,
+    backend: &dyn Backend,
     password: &Password,
     shown: &str,
 ) -> Result<Key, RepoError> {
-    let mut files = store.list(Kind::Key).map_err(|e| no_repo_or(shown, e))?;
+    let mut files = backend.list(Kind::Key).map_err(|e| opening(shown, e))?;
     if files.is_empty() {
         return Err(RepoError::NoRepository {
             location: shown.to_owned(),
@@ -430,7 +323,7 @@ fn open_master_key(
     let mut candidates = Vec::new();
     for file in &files {
         let name = &file.name[..8];
-        match store
+        match backend
             .read(Kind::Key, &file.name)
             .map_err(|e| e.to_string())
             .and_then(|bytes| keys::KeyFile::parse(&bytes).map_err(|e| e.to_string()))
@@ -451,7 +344,7 @@ fn open_master_key(
             out_of_budget = true;
             continue;
         }
-        match key_file.open(&password.0) {
+        match key_file.open(password.as_bytes()) {
             Ok(key) => return Ok(key),
             Err(keys::KeyError::WrongPassword) => {
                 tried += 1;
@@ -484,36 +377,43 @@ fn open_master_key(
     })
 }
 
-fn parse_config(key: &Key, sealed: &[u8]) -> Result<Config, String> {
+fn parse_config(plain: &[u8]) -> Result<Config, String> {
     #[derive(serde::Deserialize)]
     struct ConfigJson {
         version: u32,
         id: String,
     }
-    let plain = key
-        .open(sealed)
-        .map_err(|e| format!("cannot decrypt config: {e}"))?;
     let json: ConfigJson =
-        serde_json::from_slice(&plain).map_err(|e| format!("config is not valid: {e}"))?;
+        serde_json::from_slice(plain).map_err(|e| format!("config is not valid: {e}"))?;
     Ok(Config {
         id: json.id,
         version: json.version,
     })
 }
 
-fn no_repo_or(shown: &str, e: BackendError) -> RepoError {
+/// A backend error while opening: a missing file means no repository.
+fn opening(shown: &str, e: BackendError) -> RepoError {
     match e {
         BackendError::NotFound(what) => RepoError::NoRepository {
             location: shown.to_owned(),
-            cause: what,
+            cause: format!("{what} does not exist"),
         },
-        other => store_error(shown, other),
+        BackendError::NoRepository(cause) => RepoError::NoRepository {
+            location: shown.to_owned(),
+            cause,
+        },
+        other => failed(shown, other),
     }
 }
 
-fn store_error(shown: &str, e: BackendError) -> RepoError {
+/// A backend error as a repository error.
+fn failed(shown: &str, e: BackendError) -> RepoError {
     match e {
         BackendError::Unreachable(cause) => RepoError::Unreachable { cause },
+        BackendError::WrongPassword => RepoError::WrongPassword {
+            location: shown.to_owned(),
+            detail: "restic opened no key".into(),
+        },
         BackendError::TooLarge { .. } => RepoError::Other {
             location: shown.to_owned(),
             cause: format!("a file {e}"),
@@ -525,20 +425,5 @@ fn store_error(shown: &str, e: BackendError) -> RepoError {
     }
 }
 
-fn restic_error(shown: &str, f: ResticFailure) -> RepoError {
-    match f {
-        ResticFailure::NoRepository(cause) => RepoError::NoRepository {
-            location: shown.to_owned(),
-            cause,
-        },
-        ResticFailure::WrongPassword => RepoError::WrongPassword {
-            location: shown.to_owned(),
-            detail: "restic opened no key".into(),
-        },
-        ResticFailure::Unreachable(cause) => RepoError::Unreachable { cause },
-        ResticFailure::Other(cause) => RepoError::Other {
-            location: shown.to_owned(),
-            cause,
-        },
-    }
-}
+#[cfg(test)]
+mod tests;

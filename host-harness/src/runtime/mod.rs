@@ -20,9 +20,9 @@ pub use cache::ArtifactCache;
 pub use error::PluginError;
 pub use log::{LogLevel, LogLine};
 pub use source::{LoadError, PolicySource};
-pub use verdicts::{check_unique_ids, validate};
+pub use verdicts::{Subject, Verdicts, check_unique_ids, validate};
 
-use crate::contract::{self, EvaluateRequest, PolicyInfo, StaleLockPolicyPre, Verdict};
+use crate::contract::{self, EvaluateRequest, PolicyInfo, StaleLockPolicyPre};
 use crate::evidence::{Evidence, Recorded};
 use sandbox::{FORBIDDEN_IMPORTS, HostState};
 use ticker::{EPOCH_TICK, Ticker};
@@ -70,8 +70,8 @@ pub struct Policy {
 /// What one evaluation produced.
 #[derive(Debug)]
 pub struct Outcome {
-    /// One verdict per input lock and unreadable file, in input order.
-    pub verdicts: Vec<Verdict>,
+    /// Every input lock and unreadable file with its verdict.
+    pub verdicts: Verdicts,
     /// What the policy logged.
     pub logs: Vec<LogLine>,
 }
@@ -307,6 +307,13 @@ impl Runtime {
 }
 
 impl Policy {
+    /// Writes what this policy logged to the log, at its own levels.
+    pub fn emit(&self, logs: &[LogLine]) {
+        for line in logs {
+            line.emit(&self.info.name);
+        }
+    }
+
     /// What the policy says about itself.
     pub fn info(&self) -> &PolicyInfo {
         &self.info

@@ -2,21 +2,77 @@
 //! per input id, no other ids, and nothing the host never does whatever a
 //! policy says (under contract 0.1.0: removing an unreadable file).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use crate::contract::{Action, EvaluateRequest, Verdict};
+use crate::contract::{Action, EvaluateRequest, Lock, UnreadableLock, Verdict};
+
+/// Every input of an evaluation with the verdict on it, in input order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdicts {
+    /// The locks, each with its verdict.
+    pub locks: Vec<(Lock, Verdict)>,
+    /// The unreadable files, each with its verdict.
+    pub unreadable: Vec<(UnreadableLock, Verdict)>,
+}
+
+/// What a verdict is about.
+#[derive(Debug, Clone, Copy)]
+pub enum Subject<'a> {
+    /// A lock that was read.
+    Lock(&'a Lock),
+    /// A file that could not be.
+    Unreadable(&'a UnreadableLock),
+}
+
+impl<'a> Subject<'a> {
+    /// The lock file's id.
+    pub fn id(&self) -> &'a str {
+        match self {
+            Subject::Lock(l) => &l.id,
+            Subject::Unreadable(u) => &u.id,
+        }
+    }
+}
+
+impl Verdicts {
+    /// Every input with its verdict: the locks, then the unreadable files.
+    pub fn all(&self) -> impl Iterator<Item = (Subject<'_>, &Verdict)> {
+        let locks = self.locks.iter().map(|(l, v)| (Subject::Lock(l), v));
+        let files = self
+            .unreadable
+            .iter()
+            .map(|(u, v)| (Subject::Unreadable(u), v));
+        locks.chain(files)
+    }
+
+    /// The inputs judged stale.
+    pub fn stale(&self) -> impl Iterator<Item = (Subject<'_>, &Verdict)> {
+        self.all().filter(|(_, v)| v.action == Action::Remove)
+    }
+
+    /// How many inputs there are.
+    pub fn len(&self) -> usize {
+        self.locks.len() + self.unreadable.len()
+    }
+
+    /// True when there were no locks and no unreadable files.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The ids of a request: the locks, then the unreadable files.
+fn input_ids(request: &EvaluateRequest) -> impl Iterator<Item = &str> {
+    let locks = request.locks.iter().map(|l| l.id.as_str());
+    locks.chain(request.unreadable.iter().map(|u| u.id.as_str()))
+}
 
 /// Checks that `verdicts` has exactly one entry for each lock and unreadable
-/// file in `request` and nothing else, and returns them in input order.
-pub fn validate(request: &EvaluateRequest, verdicts: Vec<Verdict>) -> Result<Vec<Verdict>, String> {
-    let ids = request
-        .locks
-        .iter()
-        .map(|l| l.id.as_str())
-        .chain(request.unreadable.iter().map(|u| u.id.as_str()));
-    let mut slots: HashMap<&str, Option<Verdict>> = ids.map(|id| (id, None)).collect();
-    let unreadable: std::collections::HashSet<&str> =
-        request.unreadable.iter().map(|u| u.id.as_str()).collect();
+/// file in `request` and nothing else, and pairs each input with its own.
+pub fn validate(request: &EvaluateRequest, verdicts: Vec<Verdict>) -> Result<Verdicts, String> {
+    let mut slots: HashMap<&str, Option<Verdict>> =
+        input_ids(request).map(|id| (id, None)).collect();
+    let unreadable: HashSet<&str> = request.unreadable.iter().map(|u| u.id.as_str()).collect();
     for verdict in verdicts {
         if verdict.action == Action::Remove && unreadable.contains(verdict.id.as_str()) {
             return Err(format!(
@@ -41,41 +97,32 @@ pub fn validate(request: &EvaluateRequest, verdicts: Vec<Verdict>) -> Result<Vec
             Some(slot) => *slot = Some(verdict),
         }
     }
-    let order = request
-        .locks
-        .iter()
-        .map(|l| l.id.as_str())
-        .chain(request.unreadable.iter().map(|u| u.id.as_str()));
-    let mut ordered = Vec::with_capacity(slots.len());
-    let mut missing = Vec::new();
-    for id in order {
-        match slots.get_mut(id).and_then(Option::take) {
-            Some(verdict) => ordered.push(verdict),
-            None => missing.push(id),
-        }
-    }
-    if missing.is_empty() {
-        Ok(ordered)
-    } else {
-        Err(format!(
-            "no verdict for {} of {} inputs (first: `{}`)",
+    let missing: Vec<&str> = input_ids(request)
+        .filter(|id| slots.get(id).is_some_and(Option::is_none))
+        .collect();
+    if let Some(first) = missing.first() {
+        return Err(format!(
+            "no verdict for {} of {} inputs (first: `{first}`)",
             missing.len(),
             slots.len(),
-            missing[0]
-        ))
+        ));
     }
+    let mut take = |id: &str| slots.get_mut(id).and_then(Option::take);
+    let mut paired = Verdicts::default();
+    for lock in &request.locks {
+        paired.locks.extend(take(&lock.id).map(|v| (lock.clone(), v)));
+    }
+    for file in &request.unreadable {
+        paired.unreadable.extend(take(&file.id).map(|v| (file.clone(), v)));
+    }
+    Ok(paired)
 }
 
 /// Checks that no id appears twice in a request, so that verdicts can be
 /// matched to inputs one to one.
 pub fn check_unique_ids(request: &EvaluateRequest) -> Result<(), String> {
-    let mut seen = std::collections::HashSet::new();
-    let ids = request
-        .locks
-        .iter()
-        .map(|l| l.id.as_str())
-        .chain(request.unreadable.iter().map(|u| u.id.as_str()));
-    for id in ids {
+    let mut seen = HashSet::new();
+    for id in input_ids(request) {
         if !seen.insert(id) {
             return Err(format!("lock id `{id}` appears twice in the request"));
         }
@@ -125,8 +172,8 @@ mod tests {
             vec![keep("c"), keep("b"), keep("a")],
         )
         .expect("valid");
-        let ids: Vec<_> = got.iter().map(|v| v.id.as_str()).collect();
-        assert_eq!(ids, ["a", "b", "c"]);
+        let ids: Vec<_> = got.all().map(|(s, v)| (s.id(), v.id.as_str())).collect();
+        assert_eq!(ids, [("a", "a"), ("b", "b"), ("c", "c")]);
     }
 
     #[test]

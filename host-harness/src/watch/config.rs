@@ -13,6 +13,8 @@
 //! mode = "unlock"                    # or "report"
 //! policy = "/etc/lockwarden/strict.wasm"   # optional; or oci://HOST/REPO@sha256:...
 //! settings = { stale-after = "30m" }       # optional
+//! # optional; replaces the command line's evidence options for this one
+//! evidence = { hosts_command = "kubectl get pods -A -o json", inventory_hosts = "^velero-" }
 //! ```
 
 use std::collections::BTreeMap;
@@ -21,12 +23,75 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::files::read_regular_file;
+use crate::evidence::{EvidenceError, EvidenceOptions};
+use crate::files::{ReadError, read_regular_file};
 use crate::limits;
-use crate::repo::location::Location;
+use crate::repo::location::{Location, LocationError};
 use crate::repo::{Password, PasswordError, PasswordSource};
 use crate::runtime::PolicySource;
+use crate::text::escape;
 use crate::time::parse_duration;
+
+/// Why a watch configuration is refused: the file, then the problem. Never
+/// quotes the file (it may hold a password command).
+#[derive(Debug, thiserror::Error)]
+#[error("{file}{problem}")]
+pub struct ConfigError {
+    /// The file, as given.
+    pub file: String,
+    /// What is wrong.
+    pub problem: ConfigProblem,
+}
+
+/// What is wrong with a watch configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigProblem {
+    /// It cannot be read.
+    #[error(": cannot read it: it {0}")]
+    Read(ReadError),
+    /// It is not text.
+    #[error(" is not UTF-8 text")]
+    NotText,
+    /// It is not valid TOML of this shape.
+    #[error("{at}: not a valid watch configuration: {message}")]
+    Syntax {
+        /// `, line N`, when known.
+        at: String,
+        /// The parser's message (never the line itself).
+        message: String,
+    },
+    /// It names no repository.
+    #[error(": lists no [[repository]]")]
+    NoRepository,
+    /// One repository's entry is wrong.
+    #[error(", repository `{}`: {problem}", escape(name))]
+    Repository {
+        /// The repository's name.
+        name: String,
+        /// What is wrong with it.
+        problem: RepositoryProblem,
+    },
+}
+
+/// What is wrong with one `[[repository]]`.
+#[derive(Debug, thiserror::Error)]
+pub enum RepositoryProblem {
+    /// Its name is used twice.
+    #[error("the name is used twice")]
+    DuplicateName,
+    /// Its location is refused.
+    #[error(transparent)]
+    Location(#[from] LocationError),
+    /// Its interval or timeout is refused.
+    #[error("{0}")]
+    Duration(String),
+    /// Not exactly one password source.
+    #[error("give exactly one of password_file, password_command, password_env")]
+    Password,
+    /// Its evidence options are refused.
+    #[error("evidence: {0}")]
+    Evidence(#[from] EvidenceError),
+}
 
 /// The shortest interval: a check more often than this only burns CPU (and,
 /// on object storage, money).
@@ -83,6 +148,8 @@ pub struct RepositoryConfig {
     /// Settings for the policy.
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
+    /// Evidence options for this repository (else the command line's).
+    pub evidence: Option<EvidenceOptions>,
 }
 
 fn default_interval() -> String {
@@ -94,58 +161,73 @@ fn default_mode() -> Mode {
 }
 
 impl WatchConfig {
-    /// Reads and checks the file; errors name the file and the repository,
-    /// and never quote it (it may hold a password command).
-    pub fn load(path: &Path) -> Result<WatchConfig, String> {
+    /// Reads and checks the file.
+    pub fn load(path: &Path) -> Result<WatchConfig, ConfigError> {
+        let fail = |problem| ConfigError {
+            file: path.display().to_string(),
+            problem,
+        };
         let bytes = read_regular_file(path, limits::WATCH_CONFIG)
-            .map_err(|e| format!("cannot read {}: it {e}", path.display()))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| format!("{} is not UTF-8 text", path.display()))?;
-        WatchConfig::parse(&text).map_err(|e| format!("{}{e}", path.display()))
+            .map_err(|e| fail(ConfigProblem::Read(e)))?;
+        let text = String::from_utf8(bytes).map_err(|_| fail(ConfigProblem::NotText))?;
+        WatchConfig::parse(&text).map_err(fail)
     }
 
-    /// Parses and checks a configuration; errors start with `, line N` or
-    /// `, repository NAME` so that the caller can put the file name first.
-    pub fn parse(text: &str) -> Result<WatchConfig, String> {
+    /// Parses and checks a configuration.
+    pub fn parse(text: &str) -> Result<WatchConfig, ConfigProblem> {
         let config: WatchConfig = toml::from_str(text).map_err(|e| {
             let line = e
                 .span()
                 .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
-            let at = line.map(|l| format!(", line {l}")).unwrap_or_default();
-            // The message alone: toml's Display quotes the offending line.
-            format!(
-                "{at}: not a valid watch configuration: {}",
-                crate::text::escape(e.message().trim())
-            )
+            ConfigProblem::Syntax {
+                at: line.map(|l| format!(", line {l}")).unwrap_or_default(),
+                // The message alone: toml's Display quotes the offending line.
+                message: escape(e.message().trim()).into_owned(),
+            }
         })?;
         if config.repositories.is_empty() {
-            return Err(": lists no [[repository]]".into());
+            return Err(ConfigProblem::NoRepository);
         }
         let mut names = std::collections::BTreeSet::new();
         for repo in &config.repositories {
-            let at = |m: String| format!(", repository `{}`: {m}", crate::text::escape(&repo.name));
+            let at = |problem: RepositoryProblem| ConfigProblem::Repository {
+                name: repo.name.clone(),
+                problem,
+            };
             if !names.insert(&repo.name) {
-                return Err(at("the name is used twice".into()));
+                return Err(at(RepositoryProblem::DuplicateName));
             }
-            Location::parse(&repo.repository).map_err(at)?;
-            repo.interval().map_err(at)?;
-            repo.timeout().map_err(at)?;
-            let sources = [
-                repo.password_file.is_some(),
-                repo.password_command.is_some(),
-                repo.password_env.is_some(),
-            ];
-            if sources.iter().filter(|s| **s).count() != 1 {
-                return Err(at(
-                    "give exactly one of password_file, password_command, password_env".into(),
-                ));
-            }
+            repo.check().map_err(at)?;
         }
         Ok(config)
     }
 }
 
 impl RepositoryConfig {
+    /// Everything about this entry that can be checked without acting.
+    fn check(&self) -> Result<(), RepositoryProblem> {
+        self.location()?;
+        self.interval().map_err(RepositoryProblem::Duration)?;
+        let timeout = self.timeout().map_err(RepositoryProblem::Duration)?;
+        let sources = [
+            self.password_file.is_some(),
+            self.password_command.is_some(),
+            self.password_env.is_some(),
+        ];
+        if sources.iter().filter(|s| **s).count() != 1 {
+            return Err(RepositoryProblem::Password);
+        }
+        if let Some(evidence) = &self.evidence {
+            evidence.config(timeout)?;
+        }
+        Ok(())
+    }
+
+    /// The repository's location.
+    pub fn location(&self) -> Result<Location, LocationError> {
+        Location::parse(&self.repository)
+    }
+
     /// The check interval.
     pub fn interval(&self) -> Result<Duration, String> {
         let interval = parse_duration(&self.interval).map_err(|e| format!("interval: {e}"))?;
@@ -203,6 +285,7 @@ mod tests {
     fn syntax_errors_never_quote_the_file() {
         let text = "[[repository]]\nname = \"a\"\npassword_command = \"echo MARKER-SECRET\nrepository = \"/r\"\n";
         let err = WatchConfig::parse(text).expect_err("unterminated string");
+        let err = err.to_string();
         assert!(!err.contains("MARKER"), "{err}");
         assert!(err.contains("line 3"), "{err}");
     }

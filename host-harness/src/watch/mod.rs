@@ -16,16 +16,16 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::contract::Action;
-use crate::evidence::EvidenceConfig;
+use crate::evidence::{EvidenceError, EvidenceOptions};
 use crate::first_seen::FirstSeenStore;
 use crate::oci::Registry;
-use crate::repo::Repository;
 use crate::repo::backend::Removal;
-use crate::repo::location::Location;
+use crate::repo::location::LocationError;
 use crate::repo::lockfile::short;
+use crate::repo::{PasswordError, Repository};
 use crate::runtime::{LoadError, Policy, PolicySource, Runtime};
 use crate::text::escape;
-use crate::warden::{Judgement, assess, remove_stale};
+use crate::warden::{Act, Report, Warden, WardenError};
 use config::{Mode, RepositoryConfig, WatchConfig};
 use metrics::{Metrics, Repo, RepoKind, RepoRule};
 
@@ -42,6 +42,14 @@ pub enum WatchError {
         repository: String,
         /// Why.
         error: LoadError,
+    },
+    /// A repository's evidence options are refused.
+    #[error("repository `{repository}`: {error}")]
+    Evidence {
+        /// The repository's name.
+        repository: String,
+        /// Why.
+        error: EvidenceError,
     },
     /// A repository's settings are refused by its policy.
     #[error("repository `{repository}`: {error}")]
@@ -98,8 +106,8 @@ impl Stop {
 pub struct Shared {
     /// Runs the policies.
     pub runtime: Arc<Runtime>,
-    /// Where evidence comes from.
-    pub evidence: EvidenceConfig,
+    /// Evidence options for repositories that set none of their own.
+    pub evidence: EvidenceOptions,
     /// First-seen times.
     pub first_seen: FirstSeenStore,
     /// Metrics.
@@ -110,54 +118,94 @@ pub struct Shared {
     pub registry: Registry,
 }
 
-/// Loads every policy the configuration names (once each), then starts one
-/// thread per repository. Returns their handles.
+/// Loads every policy the configuration names (once each), checks every
+/// repository's settings and evidence options, then starts one thread per
+/// repository. Returns their handles.
 pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<()>>, WatchError> {
     let mut policies: HashMap<Option<PolicySource>, Arc<Policy>> = HashMap::new();
-    for repo in &config.repositories {
-        if policies.contains_key(&repo.policy) {
-            continue;
-        }
-        let source = repo.policy.clone().unwrap_or(PolicySource::Builtin);
-        let policy = shared
-            .runtime
-            .load_from(&source, &shared.registry)
-            .map_err(|error| WatchError::Policy {
-                repository: repo.name.clone(),
-                error,
-            })?;
-        policies.insert(repo.policy.clone(), Arc::new(policy));
+    let mut jobs = Vec::new();
+    for repo in config.repositories {
+        let policy = match policies.get(&repo.policy) {
+            Some(policy) => policy.clone(),
+            None => {
+                let source = repo.policy.clone().unwrap_or(PolicySource::Builtin);
+                let policy = shared
+                    .runtime
+                    .load_from(&source, &shared.registry)
+                    .map_err(|error| WatchError::Policy {
+                        repository: repo.name.clone(),
+                        error,
+                    })?;
+                let policy = Arc::new(policy);
+                policies.insert(repo.policy.clone(), policy.clone());
+                policy
+            }
+        };
+        let warden = warden_for(&repo, policy, &shared)?;
+        jobs.push((repo, warden));
     }
-    // A setting the policy refuses fails now, not at every interval.
-    for repo in &config.repositories {
-        let settings: Vec<(String, String)> = repo.settings.clone().into_iter().collect();
-        shared
-            .runtime
-            .check_settings(&policies[&repo.policy], &repo.name, &settings)
-            .map_err(|error| WatchError::Settings {
-                repository: repo.name.clone(),
-                error,
-            })?;
-    }
-    Ok(config
-        .repositories
+    Ok(jobs
         .into_iter()
-        .map(|repo| {
-            let policy = policies[&repo.policy].clone();
+        .map(|(repo, warden)| {
             let shared = shared.clone();
-            std::thread::spawn(move || watch_one(&repo, &policy, &shared))
+            std::thread::spawn(move || watch_one(&repo, &warden, &shared))
         })
         .collect())
 }
 
+/// The warden of one repository: its policy, settings and evidence. A
+/// setting the policy refuses fails now, not at every interval.
+fn warden_for(
+    repo: &RepositoryConfig,
+    policy: Arc<Policy>,
+    shared: &Shared,
+) -> Result<Warden, WatchError> {
+    let settings: Vec<(String, String)> = repo.settings.clone().into_iter().collect();
+    shared
+        .runtime
+        .check_settings(&policy, &repo.name, &settings)
+        .map_err(|error| WatchError::Settings {
+            repository: repo.name.clone(),
+            error,
+        })?;
+    let timeout = repo.timeout().unwrap_or(crate::command::DEFAULT_TIMEOUT);
+    let evidence = repo
+        .evidence
+        .as_ref()
+        .unwrap_or(&shared.evidence)
+        .config(timeout)
+        .map_err(|error| WatchError::Evidence {
+            repository: repo.name.clone(),
+            error,
+        })?;
+    Ok(Warden {
+        runtime: shared.runtime.clone(),
+        policy,
+        evidence,
+        settings,
+        first_seen: Some(shared.first_seen.clone()),
+        children: None,
+    })
+}
+
+/// Why one check failed; the next is tried after a backoff.
+#[derive(Debug, thiserror::Error)]
+enum CheckError {
+    #[error(transparent)]
+    Location(#[from] LocationError),
+    #[error(transparent)]
+    Password(#[from] PasswordError),
+    #[error(transparent)]
+    Job(#[from] WardenError),
+}
+
 /// The loop of one repository.
-fn watch_one(config: &RepositoryConfig, policy: &Policy, shared: &Shared) {
+fn watch_one(config: &RepositoryConfig, warden: &Warden, shared: &Shared) {
     let label = Repo {
         repository: config.name.clone(),
     };
     let interval = config.interval().unwrap_or(Duration::from_secs(300));
-    let _span =
-        tracing::info_span!("watch", repository = %crate::text::escape(&config.name)).entered();
+    let _span = tracing::info_span!("watch", repository = %escape(&config.name)).entered();
     let mut repo: Option<Repository> = None;
     let mut retry = FIRST_RETRY;
     tracing::info!(
@@ -167,7 +215,7 @@ fn watch_one(config: &RepositoryConfig, policy: &Policy, shared: &Shared) {
     );
     while !shared.stop.is_stopped() {
         let started = Instant::now();
-        let result = check_once(config, policy, shared, &mut repo);
+        let result = check_once(config, warden, shared, &mut repo);
         shared
             .metrics
             .check_duration
@@ -184,7 +232,7 @@ fn watch_one(config: &RepositoryConfig, policy: &Policy, shared: &Shared) {
                 tracing::error!(
                     "check failed, retrying in {}s: {}",
                     wait.as_secs(),
-                    escape(&e)
+                    escape(&e.to_string())
                 );
                 retry = (retry * 2).min(interval);
                 wait
@@ -197,65 +245,105 @@ fn watch_one(config: &RepositoryConfig, policy: &Policy, shared: &Shared) {
     tracing::info!("stopped");
 }
 
-/// One check: open the repository if not yet open (the key is derived once
-/// and kept), judge, remove or report, update the metrics.
+/// Opens the repository if not yet open (the key is derived once and
+/// kept).
+fn open<'a>(
+    config: &RepositoryConfig,
+    repo: &'a mut Option<Repository>,
+) -> Result<&'a Repository, CheckError> {
+    if let Some(repo) = repo {
+        return Ok(repo);
+    }
+    let timeout = config.timeout().unwrap_or(crate::command::DEFAULT_TIMEOUT);
+    let opened = Repository::open(config.location()?, &config.password()?, timeout)
+        .map_err(WardenError::from)?;
+    tracing::info!(
+        "opened {} (repository {})",
+        escape(&opened.location().redacted()),
+        escape(&opened.config().id)
+    );
+    if config.mode == Mode::Unlock && !opened.capabilities().remove {
+        tracing::warn!(
+            "lockwarden cannot remove locks from {} repositories; reporting stale locks only",
+            opened.describe().backend
+        );
+    }
+    Ok(repo.insert(opened))
+}
+
+/// One check: judge, remove or report, update the metrics.
 fn check_once(
     config: &RepositoryConfig,
-    policy: &Policy,
+    warden: &Warden,
     shared: &Shared,
     repo: &mut Option<Repository>,
-) -> Result<(), String> {
-    let repo = match repo {
-        Some(repo) => repo,
-        None => {
-            let location = Location::parse(&config.repository)?;
-            let password = config.password().map_err(|e| e.to_string())?;
-            let opened = Repository::open(location, &password, config.timeout()?)
-                .map_err(|e| e.to_string())?;
-            tracing::info!(
-                "opened {} (repository {})",
-                escape(&opened.location().redacted()),
-                escape(&opened.config().id)
-            );
-            repo.insert(opened)
-        }
+) -> Result<(), CheckError> {
+    let repo = open(config, repo)?;
+    let act = match config.mode {
+        Mode::Unlock if repo.capabilities().remove => Act::Remove,
+        _ => Act::Judge,
     };
-    let settings: Vec<(String, String)> = config.settings.clone().into_iter().collect();
-    let judgement = Judgement {
-        runtime: &shared.runtime,
-        policy,
-        evidence: &shared.evidence,
-        children: None,
-        settings: &settings,
-        first_seen: Some(&shared.first_seen),
-    };
-    let assessment = assess(repo, judgement).map_err(|e| e.to_string())?;
-    let now = assessment.now;
-    for line in &assessment.logs {
-        line.emit(&policy.info().name);
-    }
+    let report = warden.run(repo, act)?;
+    warden.emit_logs(&report.assessment);
+    let not_removed = log_removals(&report);
+    record(&shared.metrics, &config.name, &report, not_removed);
+    Ok(())
+}
 
-    let m = &shared.metrics;
+/// Logs what became of each stale lock; returns how many are still there.
+fn log_removals(report: &Report) -> i64 {
+    let mut not_removed = 0;
+    for (subject, verdict) in report.assessment.verdicts.stale() {
+        let id = short(subject.id());
+        let rule = escape(&verdict.rule);
+        let reason = escape(&verdict.reason);
+        match report.removal(subject.id()).map(|r| &r.result) {
+            None => {
+                not_removed += 1;
+                tracing::info!(lock = id, rule = %rule, "stale (report mode, kept): {reason}");
+            }
+            Some(Ok(removal)) => {
+                let gone = if *removal == Removal::AlreadyGone {
+                    " (already gone)"
+                } else {
+                    ""
+                };
+                tracing::info!(lock = id, rule = %rule, "removed{gone}: {reason}");
+            }
+            Some(Err(e)) => {
+                not_removed += 1;
+                tracing::warn!(lock = id, "could not remove: {}", escape(&e.to_string()));
+            }
+        }
+    }
+    not_removed
+}
+
+/// Updates the metrics of repository `name` after a check.
+fn record(m: &Metrics, name: &str, report: &Report, not_removed: i64) {
+    let a = &report.assessment;
     let label = Repo {
-        repository: config.name.clone(),
+        repository: name.to_owned(),
     };
     for (kind, exclusive) in [("exclusive", true), ("shared", false)] {
-        let count = assessment
+        let count = a
+            .verdicts
             .locks
             .iter()
             .filter(|(l, _)| l.exclusive == exclusive)
             .count();
         m.locks
             .get_or_create(&RepoKind {
-                repository: config.name.clone(),
+                repository: name.to_owned(),
                 kind: kind.into(),
             })
             .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
-    let oldest = assessment
+    let oldest = a
+        .verdicts
         .locks
         .iter()
-        .map(|(l, _)| now.saturating_sub(l.time))
+        .map(|(l, _)| a.now.saturating_sub(l.time))
         .max()
         .unwrap_or(0);
     m.oldest_lock_age
@@ -263,54 +351,23 @@ fn check_once(
         .set(oldest as f64 / 1e9);
     m.unreadable
         .get_or_create(&label)
-        .set(i64::try_from(assessment.unreadable.len()).unwrap_or(i64::MAX));
-
-    let mut not_removed = 0i64;
-    match config.mode {
-        Mode::Report => {
-            for (id, verdict) in assessment.stale() {
-                not_removed += 1;
-                tracing::info!(lock = short(id), rule = %escape(&verdict.rule), "stale (report mode, kept): {}", escape(&verdict.reason));
-            }
-        }
-        Mode::Unlock => {
-            for result in remove_stale(repo, &assessment) {
-                match result.result {
-                    Ok(removal) => {
-                        m.removed
-                            .get_or_create(&RepoRule {
-                                repository: config.name.clone(),
-                                rule: metric_rule(&result.verdict.rule),
-                            })
-                            .inc();
-                        let gone = if removal == Removal::AlreadyGone {
-                            " (already gone)"
-                        } else {
-                            ""
-                        };
-                        tracing::info!(lock = short(&result.id), rule = %escape(&result.verdict.rule), "removed{gone}: {}", escape(&result.verdict.reason));
-                    }
-                    Err(e) => {
-                        not_removed += 1;
-                        tracing::warn!(
-                            lock = short(&result.id),
-                            "could not remove: {}",
-                            escape(&e.to_string())
-                        );
-                    }
-                }
-            }
-        }
+        .set(i64::try_from(a.verdicts.unreadable.len()).unwrap_or(i64::MAX));
+    for removal in report.removals.iter().filter(|r| r.result.is_ok()) {
+        m.removed
+            .get_or_create(&RepoRule {
+                repository: name.to_owned(),
+                rule: metric_rule(&removal.verdict.rule),
+            })
+            .inc();
     }
     m.stale_not_removed.get_or_create(&label).set(not_removed);
-    let kept = assessment
-        .locks
-        .iter()
+    let kept = a
+        .verdicts
+        .all()
         .filter(|(_, v)| v.action == Action::Keep)
         .count();
-    tracing::debug!("checked: {} locks, {kept} kept", assessment.locks.len());
-    m.last_success.get_or_create(&label).set(now as f64 / 1e9);
-    Ok(())
+    tracing::debug!("checked: {} locks, {kept} kept", a.verdicts.locks.len());
+    m.last_success.get_or_create(&label).set(a.now as f64 / 1e9);
 }
 
 /// A rule id as a metric label: a policy's own word, so anything but a short

@@ -10,7 +10,8 @@ use clap::Args;
 use lockwarden::stats::{Summary, short};
 use serde_json::json;
 
-use super::{policy_json, read_request};
+use super::read_request;
+use lockwarden::report::policy_json;
 use crate::cli::{PolicyArgs, parse_duration};
 
 #[derive(Debug, Args)]

@@ -9,7 +9,7 @@ use clap::Args;
 use lockwarden::conformance;
 use serde_json::json;
 
-use super::policy_json;
+use lockwarden::report::policy_json;
 use crate::cli::PolicyArgs;
 
 #[derive(Debug, Args)]

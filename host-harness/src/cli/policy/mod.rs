@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use lockwarden::contract::{PolicyInfo, Verdict};
-use lockwarden::request::{Prepared, RecordedRequest};
-use lockwarden::runtime::LogLine;
+use lockwarden::contract::PolicyInfo;
+use lockwarden::report::{policy_json, verdict_json};
+use lockwarden::request::Prepared;
 use lockwarden::runtime::Policy;
 use serde_json::json;
 
@@ -125,9 +125,7 @@ fn read_request(path: &Path) -> anyhow::Result<Prepared> {
             e.utf8_error().valid_up_to()
         ))
     })?;
-    let prepared = RecordedRequest::from_json(&text)
-        .map_err(|e| e.to_string())
-        .and_then(RecordedRequest::prepare)
+    let prepared = Prepared::from_json(&text)
         .map_err(|e| UsageError(format!("request {name} is not valid: {e}")))?;
     Ok(prepared)
 }
@@ -141,34 +139,11 @@ fn eval(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         Arc::new(prepared.evidence),
         &prepared.request,
     )?;
-    print_logs(&policy, &outcome.logs);
+    policy.emit(&outcome.logs);
     let doc = json!({
         "policy": policy_json(&policy),
-        "verdicts": outcome.verdicts.iter().map(verdict_json).collect::<Vec<_>>(),
+        "verdicts": outcome.verdicts.all().map(|(_, v)| verdict_json(v)).collect::<Vec<_>>(),
     });
     outln!("{}", serde_json::to_string_pretty(&doc)?);
     Ok(ExitCode::SUCCESS)
-}
-
-/// The policy's identity, as every JSON document names it.
-pub fn policy_json(policy: &Policy) -> serde_json::Value {
-    let info = policy.info();
-    json!({
-        "name": info.name,
-        "version": info.version,
-        "contract_version": info.contract_version,
-        "source": policy.source(),
-    })
-}
-
-/// One verdict as JSON.
-pub fn verdict_json(v: &Verdict) -> serde_json::Value {
-    json!({"id": v.id, "action": v.action.name(), "rule": v.rule, "reason": v.reason})
-}
-
-/// Writes what the policy logged to stderr.
-pub fn print_logs(policy: &Policy, logs: &[LogLine]) {
-    for line in logs {
-        line.emit(&policy.info().name);
-    }
 }

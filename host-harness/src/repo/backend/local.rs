@@ -15,9 +15,25 @@ use cap_std::fs::Dir;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, openat, statat, unlinkat};
 use rustix::io::Errno;
 
-use super::{Backend, BackendError, FileInfo, Kind, Removal, checked_name};
+use super::{
+    Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal, Scheme, Target,
+    checked_listing, checked_name,
+};
 use crate::files::{ReadError, check_regular, read_open_file};
-use crate::limits;
+use crate::repo::location::LocationError;
+
+/// `local:PATH`, or a path with no known scheme.
+pub const SCHEME: Scheme = Scheme {
+    name: "local",
+    parse: |location| {
+        let path = location.strip_prefix("local:").unwrap_or(location);
+        if path.is_empty() {
+            return Err(LocationError::Invalid("`local:` names no directory".into()));
+        }
+        Ok(path.to_owned())
+    },
+    open: |target: &Target<'_>| Ok(Box::new(LocalBackend::open(Path::new(target.location))?)),
+};
 
 /// A local repository directory.
 pub struct LocalBackend {
@@ -116,6 +132,10 @@ impl LocalBackend {
         })
     }
 
+    fn listing_error(&self, kind: Kind, e: std::io::Error) -> BackendError {
+        BackendError::Other(format!("{}/{}: {e}", self.display, kind.dir()))
+    }
+
     fn error(&self, what: &str, e: Errno) -> BackendError {
         match e {
             Errno::NOENT => BackendError::NotFound(format!("{}/{what}", self.display)),
@@ -125,6 +145,18 @@ impl LocalBackend {
 }
 
 impl Backend for LocalBackend {
+    fn name(&self) -> &'static str {
+        SCHEME.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            remove: true,
+            contents: Contents::Encrypted,
+            parallel_reads: 8,
+        }
+    }
+
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
         let shown = checked_name(kind, name)?;
         match kind {
@@ -157,34 +189,36 @@ impl Backend for LocalBackend {
                 }
             },
         }
-        .map_err(|e| BackendError::Other(format!("{}/{}: {e}", self.display, kind.dir())))?;
+        .map_err(|e| self.listing_error(kind, e))?;
         let entries = Dir::from_std_file(File::from(dir))
             .entries()
-            .map_err(|e| BackendError::Other(format!("{}/{}: {e}", self.display, kind.dir())))?;
+            .map_err(|e| self.listing_error(kind, e))?;
         let mut files = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| {
-                BackendError::Other(format!("{}/{}: {e}", self.display, kind.dir()))
-            })?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            // restic writes nothing but ids here; anything else (editor
-            // droppings, temp files) is not a lock and is not ours to judge.
-            if !super::super::lockfile::is_valid_id(&name) {
-                continue;
+            let entry = entry.map_err(|e| self.listing_error(kind, e))?;
+            let mut file = FileInfo::named(entry.file_name().to_string_lossy());
+            // What the directory says of a regular file (links are not
+            // followed); the read checks the type again.
+            if let Ok(meta) = entry.metadata()
+                && meta.is_file()
+            {
+                file.size = Some(meta.len());
+                file.modified = meta
+                    .modified()
+                    .ok()
+                    .map(|t| crate::time::nanos_since_epoch(t.into_std()));
             }
-            if files.len() == limits::LISTING_ENTRIES {
-                return Err(BackendError::TooMany {
-                    dir: format!("{}/{}", self.display, kind.dir()),
-                    limit: limits::LISTING_ENTRIES,
-                });
+            files.push(file);
+            // Names that are not ids are dropped below; a directory full of
+            // them still ends the listing here.
+            if files.len() > 2 * crate::limits::LISTING_ENTRIES {
+                break;
             }
-            // No stat here: the read checks the type and gives the size.
-            files.push(FileInfo { name, size: 0 });
         }
-        Ok(files)
+        checked_listing(files, || format!("{}/{}", self.display, kind.dir()))
     }
 
-    fn remove_lock(&self, id: &str) -> Result<Removal, BackendError> {
+    fn remove(&self, id: &str) -> Result<Removal, BackendError> {
         let shown = checked_name(Kind::Lock, id)?;
         let Some(locks) = self.locks()? else {
             return Ok(Removal::AlreadyGone);

@@ -8,8 +8,93 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::Deserialize;
 use ureq::Agent;
 
-use super::{Backend, BackendError, FileInfo, Kind, Removal, checked_name};
+use super::{
+    Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal, Scheme, Target,
+    checked_listing, checked_name,
+};
 use crate::limits;
+use crate::repo::location::{LocationError, percent_decode, redact_userinfo};
+
+/// `rest:http(s)://[user:password@]host[:port][/path]`.
+pub const SCHEME: Scheme = Scheme {
+    name: "rest",
+    parse: |location| {
+        let url = Url::parse(location)?;
+        let userinfo = match &url.credentials {
+            Some(_) => url.userinfo,
+            None => "",
+        };
+        Ok(format!("rest:{}://{userinfo}{}", url.scheme, url.rest))
+    },
+    open: |target: &Target<'_>| {
+        let url = Url::parse(target.location).map_err(|e| BackendError::Other(e.to_string()))?;
+        Ok(Box::new(RestBackend::new(
+            &format!("{}://{}", url.scheme, url.rest),
+            url.credentials.as_ref(),
+            target.shown.to_owned(),
+            target.timeout,
+        )))
+    },
+};
+
+/// A `rest:` location taken apart.
+struct Url<'a> {
+    /// `http` or `https`.
+    scheme: &'a str,
+    /// `user:password@` as written, when there is one.
+    userinfo: &'a str,
+    /// `user` and `password`, percent-decoded.
+    credentials: Option<(String, String)>,
+    /// `host[:port][/path]`, without a trailing slash.
+    rest: String,
+}
+
+impl<'a> Url<'a> {
+    fn parse(location: &'a str) -> Result<Url<'a>, LocationError> {
+        let url = location.strip_prefix("rest:").unwrap_or(location);
+        let invalid = |why: String| LocationError::Invalid(why);
+        let (scheme, rest) = url
+            .split_once("://")
+            .filter(|(s, _)| matches!(*s, "http" | "https"))
+            .ok_or_else(|| {
+                invalid(format!(
+                    "`rest:{}` is not rest:http(s)://host:port/path",
+                    redact_userinfo(url)
+                ))
+            })?;
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        if !authority.contains('@') && path.contains('@') {
+            return Err(invalid(
+                "the rest: URL has an `@` after its first `/`; if the password holds a `/`, \
+                 write it as %2F"
+                    .into(),
+            ));
+        }
+        let (userinfo, credentials, host) = match authority.rsplit_once('@') {
+            Some((userinfo, host)) => {
+                let (user, pass) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+                let credentials = (percent_decode(user), percent_decode(pass));
+                (&authority[..=userinfo.len()], Some(credentials), host)
+            }
+            None => ("", None, authority),
+        };
+        if host.is_empty() {
+            return Err(invalid("the rest: URL has no host".into()));
+        }
+        let path = path.trim_end_matches('/');
+        let rest = if path.is_empty() {
+            host.to_owned()
+        } else {
+            format!("{host}/{path}")
+        };
+        Ok(Url {
+            scheme,
+            userinfo,
+            credentials,
+            rest,
+        })
+    }
+}
 
 const V2: &str = "application/vnd.x.restic.rest.v2";
 /// The longest a connection may take to set up, within the request timeout.
@@ -141,32 +226,45 @@ impl RestBackend {
     }
 }
 
-/// Parses a REST listing (v2: `[{"name", "size"}]`, v1: `["name"]`), keeping
-/// only names that are restic ids, each once.
-pub fn parse_listing(body: &[u8], v2: bool) -> Result<Vec<FileInfo>, serde_json::Error> {
+/// Parses a REST listing of `dir` (v2: `[{"name", "size"}]`, v1:
+/// `["name"]`), keeping only names that are restic ids, each once (a name
+/// listed twice is one file: judging it twice would fail the run).
+pub fn parse_listing(body: &[u8], v2: bool, dir: &str) -> Result<Vec<FileInfo>, BackendError> {
+    let not_listing = |e: serde_json::Error| {
+        BackendError::Other(format!("listing {dir}: not a REST listing: {e}"))
+    };
     let files: Vec<FileInfo> = if v2 {
-        serde_json::from_slice::<Vec<V2Entry>>(body)?
+        serde_json::from_slice::<Vec<V2Entry>>(body)
+            .map_err(not_listing)?
             .into_iter()
             .map(|e| FileInfo {
-                name: e.name,
-                size: e.size,
+                size: Some(e.size),
+                ..FileInfo::named(e.name)
             })
             .collect()
     } else {
-        serde_json::from_slice::<Vec<String>>(body)?
+        serde_json::from_slice::<Vec<String>>(body)
+            .map_err(not_listing)?
             .into_iter()
-            .map(|name| FileInfo { name, size: 0 })
+            .map(FileInfo::named)
             .collect()
     };
-    // A name listed twice is one file: judging it twice would fail the run.
-    let mut seen = std::collections::HashSet::new();
-    Ok(files
-        .into_iter()
-        .filter(|f| super::super::lockfile::is_valid_id(&f.name) && seen.insert(f.name.clone()))
-        .collect())
+    checked_listing(files, || dir.to_owned())
 }
 
 impl Backend for RestBackend {
+    fn name(&self) -> &'static str {
+        SCHEME.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            remove: true,
+            contents: Contents::Encrypted,
+            parallel_reads: 8,
+        }
+    }
+
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
         let path = checked_name(kind, name)?;
         let what = format!("reading {path}");
@@ -184,22 +282,10 @@ impl Backend for RestBackend {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with(V2));
         let body = self.body(response, &what, limits::LISTING_BODY)?;
-        let files = parse_listing(&body, v2).map_err(|e| {
-            BackendError::Other(format!(
-                "listing {dir} at {}: not a REST listing: {e}",
-                self.display
-            ))
-        })?;
-        if files.len() > limits::LISTING_ENTRIES {
-            return Err(BackendError::TooMany {
-                dir: format!("{dir} at {}", self.display),
-                limit: limits::LISTING_ENTRIES,
-            });
-        }
-        Ok(files)
+        parse_listing(&body, v2, &format!("{dir} at {}", self.display))
     }
 
-    fn remove_lock(&self, id: &str) -> Result<Removal, BackendError> {
+    fn remove(&self, id: &str) -> Result<Removal, BackendError> {
         let path = checked_name(Kind::Lock, id)?;
         let response = self.send(
             self.agent.delete(self.url(&path)),

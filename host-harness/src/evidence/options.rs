@@ -1,0 +1,105 @@
+//! Which evidence a check gathers, as a user writes it: on the command line
+//! (`--hosts-command`, ...) or in a watched repository's `evidence` table.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::{EvidenceConfig, InventorySource};
+
+/// The evidence options, by the names the watch configuration uses (the
+/// command line spells them with dashes).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceOptions {
+    /// Trust that pids in locks written on this hostname are this pid
+    /// namespace's, even in a container.
+    #[serde(default)]
+    pub trust_local_pids: bool,
+    /// A JSON host inventory file, read at each check.
+    pub hosts_file: Option<PathBuf>,
+    /// A shell command printing the host inventory, run at each check.
+    pub hosts_command: Option<String>,
+    /// The hostnames the inventory is authoritative for (a regex).
+    pub inventory_hosts: Option<String>,
+}
+
+/// Why evidence options are refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvidenceError {
+    /// Both inventory sources were given.
+    #[error("hosts-file and hosts-command are mutually exclusive; give one")]
+    TwoInventories,
+    /// An inventory without the hosts it covers.
+    #[error(
+        "hosts-file/hosts-command need inventory-hosts REGEX: the hostnames the inventory is \
+         authoritative for (see the README on when a host it does not list is taken as gone)"
+    )]
+    NoCoverage,
+    /// Covered hosts without an inventory.
+    #[error("inventory-hosts needs hosts-file or hosts-command")]
+    NoInventory,
+    /// The regex does not compile.
+    #[error("inventory-hosts: {0}")]
+    BadRegex(String),
+}
+
+impl EvidenceOptions {
+    /// The evidence these options describe; a hosts command may run for
+    /// `timeout`. The regex is compiled once, here.
+    pub fn config(&self, timeout: Duration) -> Result<EvidenceConfig, EvidenceError> {
+        let source = match (&self.hosts_file, &self.hosts_command) {
+            (Some(_), Some(_)) => return Err(EvidenceError::TwoInventories),
+            (Some(file), None) => Some(InventorySource::File(file.clone())),
+            (None, Some(command)) => Some(InventorySource::Command(command.clone())),
+            (None, None) => None,
+        };
+        let inventory = match (source, &self.inventory_hosts) {
+            (None, None) => None,
+            (Some(_), None) => return Err(EvidenceError::NoCoverage),
+            (None, Some(_)) => return Err(EvidenceError::NoInventory),
+            (Some(source), Some(regex)) => {
+                let hosts = Regex::new(regex)
+                    .map_err(|e| EvidenceError::BadRegex(crate::text::escape(&e.to_string()).into_owned()))?;
+                Some((source, hosts))
+            }
+        };
+        Ok(EvidenceConfig {
+            trust_local_pids: self.trust_local_pids,
+            inventory,
+            timeout,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inventory_needs_its_hosts_and_one_source() {
+        let timeout = Duration::from_secs(1);
+        let with = |file: bool, command: bool, hosts: Option<&str>| EvidenceOptions {
+            hosts_file: file.then(|| "/h.json".into()),
+            hosts_command: command.then(|| "kubectl get pods -o json".into()),
+            inventory_hosts: hosts.map(str::to_owned),
+            ..EvidenceOptions::default()
+        };
+        assert!(with(false, false, None).config(timeout).is_ok());
+        assert!(with(true, false, Some("^velero-")).config(timeout).is_ok());
+        let refused = [
+            (with(true, true, Some("^v")), EvidenceError::TwoInventories),
+            (with(false, true, None), EvidenceError::NoCoverage),
+            (with(false, false, Some("^v")), EvidenceError::NoInventory),
+        ];
+        for (options, want) in refused {
+            assert_eq!(options.config(timeout).err(), Some(want));
+        }
+        assert!(matches!(
+            with(true, false, Some("(")).config(timeout),
+            Err(EvidenceError::BadRegex(_))
+        ));
+    }
+}

@@ -1,0 +1,180 @@
+//! A repository held in memory, for fast unit tests of everything above the
+//! storage (the repository reader, the warden, watch) without restic or a
+//! server; the e2e tests use the real thing. It can also make a repository:
+//! a config and a key file opened by a password, with cheap scrypt
+//! parameters, and lock files sealed with the master key.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use sha2::{Digest, Sha256};
+
+use super::{
+    Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal, checked_listing,
+    checked_name,
+};
+use crate::repo::crypto::Key;
+
+/// Files by kind and name, each with the time it was stored.
+pub struct MemoryBackend {
+    files: Mutex<BTreeMap<(Kind, String), (Vec<u8>, i64)>>,
+    capabilities: Capabilities,
+}
+
+impl Default for MemoryBackend {
+    fn default() -> Self {
+        MemoryBackend {
+            files: Mutex::default(),
+            capabilities: Capabilities {
+                remove: true,
+                contents: Contents::Encrypted,
+                parallel_reads: 4,
+            },
+        }
+    }
+}
+
+/// IVs for sealing: distinct within a process, which is all a test needs.
+static IV_COUNTER: AtomicU64 = AtomicU64::new(1);
+
+impl MemoryBackend {
+    /// A new repository whose one key file `password` opens; returns the
+    /// backend and the master key (for [`MemoryBackend::put_lock`]).
+    pub fn init(password: &[u8]) -> (MemoryBackend, Key) {
+        let backend = MemoryBackend::default();
+        let master_json = serde_json::json!({
+            "mac": {"k": BASE64.encode(&random_bytes::<16>()), "r": BASE64.encode(&random_bytes::<16>())},
+            "encrypt": BASE64.encode(&random_bytes::<32>()),
+        })
+        .to_string();
+        let master =
+            crate::repo::keys::master_key(master_json.as_bytes()).expect("a valid master key");
+        let salt = random_bytes::<32>();
+        let (log_n, r, p) = (10u8, 8u32, 1u32);
+        let mut derived = [0u8; 64];
+        let params = scrypt::Params::new(log_n, r, p, 64).expect("valid scrypt parameters");
+        scrypt::scrypt(password, &salt, &params, &mut derived).expect("64 bytes fit");
+        let key_file = serde_json::json!({
+            "created": "2026-01-01T00:00:00Z", "username": "test", "hostname": "memory",
+            "kdf": "scrypt", "N": 1u64 << log_n, "r": r, "p": p,
+            "salt": BASE64.encode(salt),
+            "data": BASE64.encode(seal(&Key::from_derived(&derived), master_json.as_bytes())),
+        });
+        let key_id = hex::encode(Sha256::digest(key_file.to_string()));
+        backend.put(Kind::Key, &key_id, key_file.to_string().into_bytes());
+        let config = serde_json::json!({"version": 2, "id": hex::encode(random_bytes::<32>())});
+        backend.put(
+            Kind::Config,
+            "",
+            seal(&master, config.to_string().as_bytes()),
+        );
+        (backend, master)
+    }
+
+    /// The same files, with other capabilities (a backend that cannot
+    /// remove, say).
+    pub fn with_capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// Stores a file as is.
+    pub fn put(&self, kind: Kind, name: &str, bytes: Vec<u8>) {
+        let name = if kind == Kind::Config { "" } else { name };
+        self.lock()
+            .insert((kind, name.to_owned()), (bytes, crate::time::now()));
+    }
+
+    /// Seals lock JSON as restic stores it (raw, version 1 style) and stores
+    /// it under its id, which it returns.
+    pub fn put_lock(&self, key: &Key, json: &str) -> String {
+        let stored = seal(key, json.as_bytes());
+        let id = hex::encode(Sha256::digest(&stored));
+        self.put(Kind::Lock, &id, stored);
+        id
+    }
+
+    /// The names of the files of `kind`.
+    pub fn names(&self, kind: Kind) -> Vec<String> {
+        self.lock()
+            .keys()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, name)| name.clone())
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(Kind, String), (Vec<u8>, i64)>> {
+        self.files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// `plaintext` sealed with a fresh IV.
+fn seal(key: &Key, plaintext: &[u8]) -> Vec<u8> {
+    key.seal(plaintext, random_bytes())
+}
+
+/// Bytes that differ on every call (a hash of a counter): enough for IVs
+/// and ids in tests, and nothing else.
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let n = IV_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let digest = Sha256::digest(format!("lockwarden memory backend {n} {}", std::process::id()));
+    let mut out = [0u8; N];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = digest[i % digest.len()] ^ (i / digest.len()) as u8;
+    }
+    out
+}
+
+impl Backend for MemoryBackend {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
+    fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError> {
+        let files = self
+            .lock()
+            .iter()
+            .filter(|((k, _), _)| *k == kind)
+            .map(|((_, name), (bytes, modified))| FileInfo {
+                name: name.clone(),
+                size: Some(bytes.len() as u64),
+                modified: Some(*modified),
+            })
+            .collect::<Vec<_>>();
+        checked_listing(files, || kind.dir().to_owned())
+    }
+
+    fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
+        let path = checked_name(kind, name)?;
+        let name = if kind == Kind::Config { "" } else { name };
+        let bytes = self
+            .lock()
+            .get(&(kind, name.to_owned()))
+            .map(|(bytes, _)| bytes.clone())
+            .ok_or(BackendError::NotFound(path))?;
+        if bytes.len() as u64 > kind.limit() {
+            return Err(BackendError::TooLarge {
+                size: bytes.len() as u64,
+                limit: kind.limit(),
+            });
+        }
+        Ok(bytes)
+    }
+
+    fn remove(&self, id: &str) -> Result<Removal, BackendError> {
+        checked_name(Kind::Lock, id)?;
+        Ok(match self.lock().remove(&(Kind::Lock, id.to_owned())) {
+            Some(_) => Removal::Removed,
+            None => Removal::AlreadyGone,
+        })
+    }
+}

@@ -1,0 +1,179 @@
+//! Read-only access through the `restic` binary, for backends lockwarden does
+//! not speak natively (sftp, s3, b2, azure, gs, swift, rclone). restic does
+//! the decryption; lockwarden never removes anything this way.
+
+use std::process::Command;
+use std::time::Duration;
+
+use super::{
+    Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal, Scheme, Target,
+    checked_listing, checked_name,
+};
+use crate::command::{self, CommandError};
+use crate::limits;
+use crate::repo::Password;
+use crate::repo::location::redact_userinfo;
+
+/// A scheme restic reads for lockwarden: the location goes to restic as it
+/// was given.
+pub const fn scheme(name: &'static str) -> Scheme {
+    Scheme {
+        name,
+        parse: |location| Ok(location.to_owned()),
+        open: |target: &Target<'_>| {
+            Ok(Box::new(ResticCli::new(
+                super::scheme_of(target.location).name,
+                target.location,
+                target.password.clone(),
+                target.timeout,
+            )))
+        },
+    }
+}
+
+/// Runs `restic ... --no-lock` against one repository.
+pub struct ResticCli {
+    name: &'static str,
+    repository: String,
+    password: Password,
+    timeout: Duration,
+}
+
+/// What restic prints when the storage does not answer (Go's net errors and
+/// restic's own), as opposed to "no repository there".
+const UNREACHABLE: [&str; 6] = [
+    "connection refused",
+    "no such host",
+    "i/o timeout",
+    "dial tcp",
+    "context deadline exceeded",
+    "network is unreachable",
+];
+
+/// What restic prints when a file it was asked for is not there.
+const MISSING: [&str; 3] = ["no such file", "not found", "does not exist"];
+
+impl ResticCli {
+    /// A runner for `repository` (as given to restic) with `password`; each
+    /// restic run is stopped after `timeout`.
+    pub fn new(
+        name: &'static str,
+        repository: &str,
+        password: Password,
+        timeout: Duration,
+    ) -> ResticCli {
+        ResticCli {
+            name,
+            repository: repository.to_owned(),
+            password,
+            timeout,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Result<Vec<u8>, BackendError> {
+        let mut restic = Command::new("restic");
+        restic.args(args).arg("--no-lock");
+        command::restic_env(&mut restic, &self.repository, &self.password);
+        // A listing of 100,000 ids is 6.5 MB.
+        let output = command::run(restic, self.timeout, limits::LISTING_BODY).map_err(|e| match e {
+            CommandError::Spawn(e) => BackendError::Other(format!(
+                "cannot run restic ({e}); this backend is read through the restic binary: install restic"
+            )),
+            CommandError::TimedOut(_) => BackendError::Unreachable(format!(
+                "restic {} on {}: {e} (raise --timeout if the storage is slow)",
+                args.join(" "),
+                redact_userinfo(&self.repository)
+            )),
+            other => BackendError::Other(format!("restic {}: {other}", args.join(" "))),
+        })?;
+        if output.status.success() {
+            return Ok(output.stdout);
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let first = self.scrub(&output.stderr_line());
+        // restic 0.17+ exits 10 and 12; older ones exit 1 with these texts.
+        let code = output.status.code();
+        let lower = stderr.to_ascii_lowercase();
+        if code == Some(12) || stderr.contains("wrong password") {
+            Err(BackendError::WrongPassword)
+        } else if UNREACHABLE.iter().any(|t| stderr.contains(t)) {
+            Err(BackendError::Unreachable(format!(
+                "cannot reach {}: {first}",
+                redact_userinfo(&self.repository)
+            )))
+        } else if code == Some(10)
+            || stderr.contains("Is there a repository at the following location?")
+        {
+            Err(BackendError::NoRepository(first))
+        } else if args.first() == Some(&"cat") && MISSING.iter().any(|t| lower.contains(t)) {
+            Err(BackendError::NotFound(format!("{} (restic: {first})", args.join(" "))))
+        } else {
+            Err(BackendError::Other(format!(
+                "restic {} failed: {first}",
+                args.join(" ")
+            )))
+        }
+    }
+
+    /// `text` without the repository's credentials or the password.
+    fn scrub(&self, text: &str) -> String {
+        let mut text = text.replace(
+            &self.repository,
+            &redact_userinfo(&self.repository),
+        );
+        let password = self.password.as_str_lossy();
+        if password.len() >= 4 {
+            text = text.replace(&password, "***");
+        }
+        text
+    }
+
+}
+
+impl Backend for ResticCli {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            remove: false,
+            contents: Contents::Decrypted,
+            parallel_reads: 4,
+        }
+    }
+
+    fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError> {
+        if kind != Kind::Lock {
+            return Err(self.unsupported("list keys"));
+        }
+        let out = self.run(&["list", "locks"])?;
+        let files = String::from_utf8_lossy(&out)
+            .lines()
+            .map(|line| FileInfo::named(line.trim()))
+            .collect::<Vec<_>>();
+        checked_listing(files, || "locks/".into())
+    }
+
+    fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
+        checked_name(kind, name)?;
+        match kind {
+            Kind::Config => self.run(&["cat", "config"]),
+            Kind::Lock => self.run(&["cat", "lock", name]),
+            Kind::Key => Err(self.unsupported("read key files")),
+        }
+    }
+
+    fn remove(&self, _id: &str) -> Result<Removal, BackendError> {
+        Err(self.unsupported("remove one lock by id"))
+    }
+}
+
+impl ResticCli {
+    fn unsupported(&self, operation: &'static str) -> BackendError {
+        BackendError::Unsupported {
+            backend: self.name,
+            operation,
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The repository password and where it comes from, for the command line
+//! and `watch` alike.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::command;
+use crate::files::{ReadError, read_regular_file};
+use crate::limits;
+
+/// A repository password. Never printed.
+#[derive(Clone)]
+pub struct Password(Vec<u8>);
+
+impl Password {
+    /// Wraps password bytes.
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Password {
+        Password(bytes.into())
+    }
+
+    /// The password's bytes, for handing to a restic that lockwarden starts.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    pub(crate) fn as_str_lossy(&self) -> String {
+        String::from_utf8_lossy(&self.0).into_owned()
+    }
+}
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Password(***)")
+    }
+}
+
+/// Where a password comes from. The command line and `watch` both resolve
+/// it here; which source wins when several are given is the caller's
+/// (restic's order: command, then file, then `RESTIC_PASSWORD`).
+#[derive(Debug, Clone)]
+pub enum PasswordSource {
+    /// A shell command printing it (`--password-command`).
+    Command(String),
+    /// A file holding it (`--password-file`).
+    File(PathBuf),
+    /// The value itself (from `RESTIC_PASSWORD` or a named variable).
+    Value(Password),
+}
+
+/// Why no password could be had. Never contains the password.
+#[derive(Debug, thiserror::Error)]
+pub enum PasswordError {
+    /// The file could not be read.
+    #[error("cannot read password file {path}: it {cause}")]
+    File {
+        /// The file.
+        path: String,
+        /// Why.
+        cause: ReadError,
+    },
+    /// The command failed.
+    #[error("the password command {0}")]
+    Command(String),
+    /// The password is empty.
+    #[error("the password is empty; restic refuses an empty password too")]
+    Empty,
+}
+
+impl PasswordSource {
+    /// Reads the password now: a file within [`limits::PASSWORD`] bytes (a
+    /// regular file only), a command within `timeout`, trimmed of surrounding
+    /// whitespace as restic does.
+    pub fn resolve(&self, timeout: Duration) -> Result<Password, PasswordError> {
+        let bytes = match self {
+            PasswordSource::File(path) => {
+                read_regular_file(path, limits::PASSWORD).map_err(|cause| PasswordError::File {
+                    path: path.display().to_string(),
+                    cause,
+                })?
+            }
+            PasswordSource::Command(line) => {
+                let output = command::run(command::shell(line), timeout, limits::PASSWORD)
+                    .map_err(|e| PasswordError::Command(e.to_string()))?;
+                if !output.status.success() {
+                    return Err(PasswordError::Command(format!(
+                        "failed ({}): {}",
+                        output.status,
+                        output.stderr_line()
+                    )));
+                }
+                output.stdout
+            }
+            PasswordSource::Value(password) => password.0.clone(),
+        };
+        let trimmed = bytes.trim_ascii();
+        if trimmed.is_empty() {
+            return Err(PasswordError::Empty);
+        }
+        Ok(Password::new(trimmed.to_vec()))
+    }
+}
+

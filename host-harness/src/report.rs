@@ -1,0 +1,100 @@
+//! Reports as JSON, the one shape every command and host prints: a
+//! verdict, a policy's identity, a whole [`Report`].
+
+use serde_json::{Value, json};
+
+use crate::contract::Verdict;
+use crate::repo::backend::Removal;
+use crate::runtime::{Policy, Subject};
+use crate::time::format_rfc3339;
+use crate::warden::Report;
+
+/// One verdict: `{"id", "action", "rule", "reason"}`.
+pub fn verdict_json(v: &Verdict) -> Value {
+    json!({"id": v.id, "action": v.action.name(), "rule": v.rule, "reason": v.reason})
+}
+
+/// The policy's identity: name, version, contract version, source.
+pub fn policy_json(policy: &Policy) -> Value {
+    let info = policy.info();
+    json!({
+        "name": info.name,
+        "version": info.version,
+        "contract_version": info.contract_version,
+        "source": policy.source(),
+    })
+}
+
+/// One input with its verdict's fields beside its own.
+fn entry_json(now: i64, subject: Subject<'_>, verdict: &Verdict) -> Value {
+    let mut doc = match subject {
+        Subject::Lock(l) => json!({
+            "id": l.id,
+            "time": format_rfc3339(l.time),
+            "age_seconds": (now.saturating_sub(l.time)) as f64 / 1e9,
+            "exclusive": l.exclusive,
+            "hostname": l.hostname,
+            "username": l.username,
+            "pid": l.pid,
+            "uid": l.uid,
+            "gid": l.gid,
+            "first_seen": l.first_seen.map(format_rfc3339),
+        }),
+        Subject::Unreadable(u) => json!({"id": u.id, "size": u.size, "problem": u.problem}),
+    };
+    if let (Some(doc), Value::Object(fields)) = (doc.as_object_mut(), verdict_json(verdict)) {
+        doc.extend(fields.into_iter().filter(|(k, _)| k != "id"));
+    }
+    doc
+}
+
+impl Report {
+    /// The whole report as one JSON document, judged by `policy`; `removed`
+    /// and `failed` say what removal did (empty when only judging).
+    pub fn to_json(&self, policy: &Policy) -> Value {
+        let a = &self.assessment;
+        let now = a.now;
+        let entries = |unreadable: bool| -> Vec<Value> {
+            a.verdicts
+                .all()
+                .filter(|(s, _)| matches!(s, Subject::Unreadable(_)) == unreadable)
+                .map(|(s, v)| entry_json(now, s, v))
+                .collect()
+        };
+        let remove = a.verdicts.stale().count();
+        let repo = &self.repository;
+        let mut doc = json!({
+            "repository": {
+                "id": repo.id,
+                "location": repo.location,
+                "backend": repo.backend,
+                "version": repo.version,
+            },
+            "policy": policy_json(policy),
+            "checked_at": format_rfc3339(now),
+            "locks": entries(false),
+            "unreadable": entries(true),
+            "summary": {
+                "locks": a.verdicts.locks.len(),
+                "unreadable": a.verdicts.unreadable.len(),
+                "remove": remove,
+                "keep": a.verdicts.len() - remove,
+            },
+        });
+        let (mut removed, mut failed) = (Vec::new(), Vec::new());
+        for r in &self.removals {
+            let outcome = match &r.result {
+                Ok(Removal::Removed) => "removed",
+                Ok(Removal::AlreadyGone) => "already gone",
+                Err(e) => {
+                    failed.push(json!({"id": r.id, "error": e.to_string()}));
+                    continue;
+                }
+            };
+            removed.push(json!({"id": r.id, "rule": r.verdict.rule, "reason": r.verdict.reason, "result": outcome}));
+        }
+        doc["removed"] = json!(removed);
+        doc["failed"] = json!(failed);
+        doc
+    }
+}
