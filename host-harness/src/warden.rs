@@ -164,13 +164,15 @@ impl Warden {
         if !stale.is_empty() {
             repo.check_removable()?;
         }
-        Ok(parallel_map(&stale, REMOVE_WORKERS, |(subject, verdict)| {
-            RemovalResult {
+        Ok(parallel_map(
+            &stale,
+            REMOVE_WORKERS,
+            |(subject, verdict)| RemovalResult {
                 id: subject.id().to_owned(),
                 verdict: (*verdict).clone(),
                 result: repo.remove_lock(subject.id()),
-            }
-        }))
+            },
+        ))
     }
 
     /// Writes what the policy logged to the log, at the policy's levels.

@@ -236,10 +236,7 @@ mod tests {
                 .into(),
                 code::WRONG_PASSWORD,
             ),
-            (
-                lockwarden::repo::PasswordError::Empty.into(),
-                code::USAGE,
-            ),
+            (lockwarden::repo::PasswordError::Empty.into(), code::USAGE),
         ];
         for (error, want) in cases {
             assert_eq!(exit_code(&error), want, "{error:#}");

@@ -27,7 +27,11 @@ pub struct UnlockArgs {
 
 pub fn run(args: &UnlockArgs) -> anyhow::Result<ExitCode> {
     let judge = args.judge.open()?;
-    let act = if args.dry_run { Act::Judge } else { Act::Remove };
+    let act = if args.dry_run {
+        Act::Judge
+    } else {
+        Act::Remove
+    };
     let report = judge.run(act)?;
     if args.json {
         let mut doc = report.to_json(&judge.warden.policy);

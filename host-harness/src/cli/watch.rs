@@ -13,8 +13,8 @@ use lockwarden::watch::{Shared, Stop, serve_metrics, start};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use super::evidence_args::EvidenceArgs;
 use super::PolicyArgs;
+use super::evidence_args::EvidenceArgs;
 
 /// How long `watch` waits for its checks to finish after SIGTERM.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);

@@ -30,9 +30,13 @@ pub trait Source: Send + Sync {
 
 /// Combines answers by the rule above; `None` when there are none.
 pub fn combine(answers: impl IntoIterator<Item = Liveness>) -> Option<Liveness> {
-    answers
-        .into_iter()
-        .reduce(|kept, next| if rank(&next) > rank(&kept) { next } else { kept })
+    answers.into_iter().reduce(|kept, next| {
+        if rank(&next) > rank(&kept) {
+            next
+        } else {
+            kept
+        }
+    })
 }
 
 /// How strongly an answer keeps a lock: the highest wins.
@@ -122,7 +126,10 @@ mod tests {
             (vec![dead(), unknown()], Liveness::Unknown("u".into())),
             (vec![None, dead()], Liveness::Dead("d".into())),
             (vec![dead(), dead()], Liveness::Dead("d".into())),
-            (vec![unknown(), alive(), dead()], Liveness::Alive("a".into())),
+            (
+                vec![unknown(), alive(), dead()],
+                Liveness::Alive("a".into()),
+            ),
         ];
         for (answers, want) in cases {
             assert_eq!(state(&answers), want, "{answers:?}");

@@ -10,9 +10,9 @@ mod process;
 mod process_linux;
 mod recorded;
 
-pub use inventory::{HostRecord, Inventory, InventorySource};
 pub use compose::{Composed, Source, combine};
 pub use inventory::ObservedInventory;
+pub use inventory::{HostRecord, Inventory, InventorySource};
 pub use live::{EvidenceConfig, Observations, OwnChildren};
 pub use options::{EvidenceError, EvidenceOptions};
 pub use process::{LocalProcesses, Probe, ProcessTable};

@@ -61,8 +61,9 @@ impl EvidenceOptions {
             (Some(_), None) => return Err(EvidenceError::NoCoverage),
             (None, Some(_)) => return Err(EvidenceError::NoInventory),
             (Some(source), Some(regex)) => {
-                let hosts = Regex::new(regex)
-                    .map_err(|e| EvidenceError::BadRegex(crate::text::escape(&e.to_string()).into_owned()))?;
+                let hosts = Regex::new(regex).map_err(|e| {
+                    EvidenceError::BadRegex(crate::text::escape(&e.to_string()).into_owned())
+                })?;
                 Some((source, hosts))
             }
         };

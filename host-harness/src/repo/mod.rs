@@ -143,6 +143,16 @@ pub struct Repository {
     key: Option<Key>,
 }
 
+impl std::fmt::Debug for Repository {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Repository")
+            .field("location", &self.location)
+            .field("backend", &self.backend.name())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Repository {
     /// Opens the repository at `location`: reads `config`, finds the key file
     /// that `password` opens (at most 20 tried, as restic does), decrypts the
@@ -426,4 +436,4 @@ fn failed(shown: &str, e: BackendError) -> RepoError {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

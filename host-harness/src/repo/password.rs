@@ -99,4 +99,3 @@ impl PasswordSource {
         Ok(Password::new(trimmed.to_vec()))
     }
 }
-

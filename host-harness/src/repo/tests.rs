@@ -1,0 +1,215 @@
+//! The repository reader over the in-memory and fault-injecting backends:
+//! every path from storage to lock set, without restic or a server.
+
+use super::backend::{
+    Backend, BackendError, Capabilities, Contents, Fault, FaultyBackend, Kind, MemoryBackend,
+    Operation, Removal,
+};
+use super::crypto::Key;
+use super::location::Location;
+use super::{Password, RepoError, Repository};
+
+const PASSWORD: &[u8] = b"geheim";
+
+/// Lock JSON as restic writes it, by `hostname` and `pid`, written long ago.
+pub(crate) fn lock_json(hostname: &str, pid: i64) -> String {
+    lock_json_at("2026-11-30T12:00:00Z", hostname, pid)
+}
+
+/// Lock JSON as restic writes it, written at `time` (RFC 3339).
+pub(crate) fn lock_json_at(time: &str, hostname: &str, pid: i64) -> String {
+    format!(
+        r#"{{"time":"{time}","exclusive":false,"hostname":"{hostname}","username":"u","pid":{pid},"uid":0,"gid":0}}"#
+    )
+}
+
+fn location() -> Location {
+    Location::parse("/memory/repo").expect("a path")
+}
+
+/// A repository with one lock per pid, and the lock ids.
+fn repository_with(pids: &[i64]) -> (MemoryBackend, Vec<String>) {
+    let (backend, key) = MemoryBackend::init(PASSWORD);
+    let ids = pids
+        .iter()
+        .map(|pid| backend.put_lock(&key, &lock_json("h", *pid)))
+        .collect();
+    (backend, ids)
+}
+
+fn open(backend: impl Backend + 'static) -> Result<Repository, RepoError> {
+    Repository::with_backend(location(), Box::new(backend), &Password::new(PASSWORD))
+}
+
+#[test]
+fn opens_with_the_password_and_refuses_another() {
+    let (backend, _) = repository_with(&[]);
+    let repo = open(backend).expect("opens");
+    assert_eq!(repo.config().version, 2);
+    assert_eq!(repo.describe().backend, "memory");
+    let (backend, _) = repository_with(&[]);
+    let wrong = Repository::with_backend(location(), Box::new(backend), &Password::new("no"));
+    assert!(
+        matches!(wrong, Err(RepoError::WrongPassword { .. })),
+        "{wrong:?}"
+    );
+}
+
+#[test]
+fn a_missing_config_or_key_is_no_repository() {
+    let empty = open(MemoryBackend::default());
+    assert!(
+        matches!(empty, Err(RepoError::NoRepository { .. })),
+        "{empty:?}"
+    );
+    let (backend, _) = repository_with(&[]);
+    let no_keys = FaultyBackend::new(backend)
+        .fail(Fault::always(Operation::List, BackendError::NotFound("keys".into())).of(Kind::Key));
+    let result = open(no_keys);
+    assert!(
+        matches!(result, Err(RepoError::NoRepository { .. })),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn reads_every_lock_and_names_what_it_cannot_read() {
+    let (backend, ids) = repository_with(&[10, 11]);
+    let garbage = "f".repeat(64);
+    backend.put(Kind::Lock, &garbage, b"not a lock".to_vec());
+    let big = "e".repeat(64);
+    backend.put(Kind::Lock, &big, vec![0; 70 * 1024]);
+    let repo = open(backend).expect("opens");
+    let set = repo.read_locks().expect("listing works");
+    let mut pids: Vec<i64> = set.locks.iter().map(|l| l.pid).collect();
+    pids.sort();
+    assert_eq!(pids, [10, 11]);
+    assert!(set.locks.iter().all(|l| ids.contains(&l.id)));
+    let mut problems: Vec<(&str, &str)> = set
+        .unreadable
+        .iter()
+        .map(|u| (u.id.as_str(), u.problem.as_str()))
+        .collect();
+    problems.sort();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert_eq!(problems[0].0, big);
+    assert!(problems[0].1.contains("more than"), "{problems:?}");
+    assert_eq!(problems[1].0, garbage);
+    assert!(
+        problems[1].1.contains("does not match its name"),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn a_lock_that_vanishes_after_the_listing_is_left_out() {
+    let (backend, ids) = repository_with(&[10, 11]);
+    let faulty = FaultyBackend::new(backend)
+        .fail(Fault::always(Operation::Read, BackendError::NotFound("gone".into())).on(&ids[0]));
+    let set = open(faulty).expect("opens").read_locks().expect("listed");
+    assert_eq!(set.locks.len(), 1);
+    assert_eq!(set.locks[0].id, ids[1]);
+    assert!(set.unreadable.is_empty());
+}
+
+#[test]
+fn a_failed_read_makes_one_lock_unreadable_and_a_failed_listing_an_error() {
+    let (backend, ids) = repository_with(&[10, 11]);
+    let flaky = FaultyBackend::new(backend).fail(
+        Fault::always(Operation::Read, BackendError::Other("disk on fire".into())).on(&ids[1]),
+    );
+    let set = open(flaky).expect("opens").read_locks().expect("listed");
+    assert_eq!(set.locks.len(), 1);
+    assert!(set.unreadable[0].problem.contains("disk on fire"));
+
+    let (backend, _) = repository_with(&[10]);
+    let down = FaultyBackend::new(backend).fail(
+        Fault::always(
+            Operation::List,
+            BackendError::Unreachable("no route".into()),
+        )
+        .of(Kind::Lock),
+    );
+    let result = open(down).expect("opens").read_locks();
+    assert!(
+        matches!(result, Err(RepoError::Unreachable { .. })),
+        "{result:?}"
+    );
+
+    let (backend, _) = repository_with(&[10]);
+    let no_dir = FaultyBackend::new(backend).fail(
+        Fault::always(Operation::List, BackendError::NotFound("locks".into())).of(Kind::Lock),
+    );
+    let set = open(no_dir)
+        .expect("opens")
+        .read_locks()
+        .expect("no locks/");
+    assert!(set.locks.is_empty() && set.unreadable.is_empty());
+}
+
+#[test]
+fn removal_is_by_id_and_only_where_the_backend_can() {
+    let (backend, ids) = repository_with(&[10]);
+    let repo = open(backend).expect("opens");
+    assert_eq!(
+        repo.remove_lock(&ids[0]).expect("removes"),
+        Removal::Removed
+    );
+    assert_eq!(
+        repo.remove_lock(&ids[0]).expect("gone"),
+        Removal::AlreadyGone
+    );
+    assert!(matches!(
+        repo.remove_lock("../config"),
+        Err(RepoError::Other { .. })
+    ));
+
+    let (backend, ids) = repository_with(&[10]);
+    let read_only = backend.with_capabilities(Capabilities {
+        remove: false,
+        contents: Contents::Encrypted,
+        parallel_reads: 1,
+    });
+    let repo = open(read_only).expect("opens");
+    let refused = repo.remove_lock(&ids[0]);
+    assert!(
+        matches!(
+            refused,
+            Err(RepoError::RemovalUnsupported {
+                backend: "memory",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(repo.read_locks().expect("still there").locks.len(), 1);
+}
+
+#[test]
+fn a_backend_that_decrypts_needs_no_key() {
+    let backend = MemoryBackend::default().with_capabilities(Capabilities {
+        remove: false,
+        contents: Contents::Decrypted,
+        parallel_reads: 2,
+    });
+    backend.put(Kind::Config, "", br#"{"version":1,"id":"abc"}"#.to_vec());
+    let id = "c".repeat(64);
+    backend.put(Kind::Lock, &id, lock_json("h", 5).into_bytes());
+    let repo = open(backend).expect("opens without keys/");
+    assert_eq!(repo.config().id, "abc");
+    let set = repo.read_locks().expect("reads");
+    assert_eq!(
+        (set.locks[0].id.as_str(), set.locks[0].pid),
+        (id.as_str(), 5)
+    );
+}
+
+#[test]
+fn a_sealed_lock_round_trips_through_the_key() {
+    let (backend, key) = MemoryBackend::init(PASSWORD);
+    let id = backend.put_lock(&key, &lock_json("h", 1));
+    let stored = backend.read(Kind::Lock, &id).expect("stored");
+    let other = Key::new([7; 32], [7; 16], [7; 16]);
+    assert!(super::lockfile::decode(&id, &stored, &key).is_ok());
+    assert!(super::lockfile::decode(&id, &stored, &other).is_err());
+}

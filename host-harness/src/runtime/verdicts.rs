@@ -110,10 +110,14 @@ pub fn validate(request: &EvaluateRequest, verdicts: Vec<Verdict>) -> Result<Ver
     let mut take = |id: &str| slots.get_mut(id).and_then(Option::take);
     let mut paired = Verdicts::default();
     for lock in &request.locks {
-        paired.locks.extend(take(&lock.id).map(|v| (lock.clone(), v)));
+        paired
+            .locks
+            .extend(take(&lock.id).map(|v| (lock.clone(), v)));
     }
     for file in &request.unreadable {
-        paired.unreadable.extend(take(&file.id).map(|v| (file.clone(), v)));
+        paired
+            .unreadable
+            .extend(take(&file.id).map(|v| (file.clone(), v)));
     }
     Ok(paired)
 }

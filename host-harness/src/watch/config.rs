@@ -291,6 +291,29 @@ mod tests {
     }
 
     #[test]
+    fn evidence_options_per_repository_are_checked_at_load() {
+        let repo = |evidence: &str| {
+            format!(
+                "[[repository]]\nname = \"a\"\nrepository = \"/r\"\npassword_env = \"X\"\nevidence = {{ {evidence} }}\n"
+            )
+        };
+        let config = WatchConfig::parse(&repo(
+            "hosts_command = \"kubectl get pods -o json\", inventory_hosts = \"^velero-\"",
+        ))
+        .expect("valid");
+        let evidence = config.repositories[0].evidence.as_ref().expect("set");
+        assert_eq!(evidence.inventory_hosts.as_deref(), Some("^velero-"));
+        for (bad, says) in [
+            ("hosts_file = \"/h.json\"", "inventory-hosts"),
+            ("inventory_hosts = \"(\"", "inventory-hosts"),
+            ("hosts_cmd = \"x\"", "unknown field"),
+        ] {
+            let err = WatchConfig::parse(&repo(bad)).expect_err(bad).to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn intervals_have_a_floor_and_take_fractions() {
         let repo = |interval: &str| {
             format!(

@@ -398,7 +398,52 @@ pub fn serve_metrics(
 
 #[cfg(test)]
 mod tests {
-    use super::metric_rule;
+    use super::*;
+    use crate::evidence::EvidenceConfig;
+    use crate::repo::Password;
+    use crate::repo::backend::MemoryBackend;
+    use crate::repo::location::Location;
+    use crate::repo::tests::lock_json;
+    use crate::runtime::Limits;
+
+    /// One check's report and metrics, over an in-memory repository with
+    /// two stale locks, one of which cannot be removed.
+    #[test]
+    fn a_check_counts_what_it_removed_and_what_it_could_not() {
+        use crate::repo::backend::{BackendError, Fault, FaultyBackend, Operation};
+        let (backend, key) = MemoryBackend::init(b"pw");
+        let stuck = backend.put_lock(&key, &lock_json("elsewhere", 1));
+        backend.put_lock(&key, &lock_json("elsewhere", 2));
+        let faulty = FaultyBackend::new(backend).fail(
+            Fault::always(Operation::Remove, BackendError::Other("read-only".into())).on(&stuck),
+        );
+        let location = Location::parse("/memory").expect("a path");
+        let repo = Repository::with_backend(location, Box::new(faulty), &Password::new("pw"))
+            .expect("opens");
+        let runtime = Runtime::new(Limits::default(), None).expect("engine");
+        let policy = runtime.load_default().expect("default policy");
+        let warden = Warden {
+            runtime: Arc::new(runtime),
+            policy: Arc::new(policy),
+            evidence: EvidenceConfig::default(),
+            settings: Vec::new(),
+            first_seen: None,
+            children: None,
+        };
+        let report = warden.run(&repo, Act::Remove).expect("runs");
+        let not_removed = log_removals(&report);
+        assert_eq!(not_removed, 1);
+        let metrics = Metrics::new();
+        record(&metrics, "demo", &report, not_removed);
+        let text = metrics.encode();
+        for line in [
+            r#"lockwarden_locks{repository="demo",kind="shared"} 2"#,
+            r#"lockwarden_stale_locks_not_removed{repository="demo"} 1"#,
+            r#"lockwarden_locks_removed_total{repository="demo",rule="expired"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
+    }
 
     #[test]
     fn metric_labels_take_only_plain_rule_ids() {

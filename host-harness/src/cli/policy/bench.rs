@@ -11,8 +11,8 @@ use lockwarden::stats::{Summary, short};
 use serde_json::json;
 
 use super::read_request;
-use lockwarden::report::policy_json;
 use crate::cli::{PolicyArgs, parse_duration};
+use lockwarden::report::policy_json;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {

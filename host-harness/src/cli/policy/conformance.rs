@@ -9,8 +9,8 @@ use clap::Args;
 use lockwarden::conformance;
 use serde_json::json;
 
-use lockwarden::report::policy_json;
 use crate::cli::PolicyArgs;
+use lockwarden::report::policy_json;
 
 #[derive(Debug, Args)]
 pub struct ConformanceArgs {

@@ -122,7 +122,10 @@ fn seal(key: &Key, plaintext: &[u8]) -> Vec<u8> {
 /// and ids in tests, and nothing else.
 fn random_bytes<const N: usize>() -> [u8; N] {
     let n = IV_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let digest = Sha256::digest(format!("lockwarden memory backend {n} {}", std::process::id()));
+    let digest = Sha256::digest(format!(
+        "lockwarden memory backend {n} {}",
+        std::process::id()
+    ));
     let mut out = [0u8; N];
     for (i, byte) in out.iter_mut().enumerate() {
         *byte = digest[i % digest.len()] ^ (i / digest.len()) as u8;

@@ -106,7 +106,10 @@ impl ResticCli {
         {
             Err(BackendError::NoRepository(first))
         } else if args.first() == Some(&"cat") && MISSING.iter().any(|t| lower.contains(t)) {
-            Err(BackendError::NotFound(format!("{} (restic: {first})", args.join(" "))))
+            Err(BackendError::NotFound(format!(
+                "{} (restic: {first})",
+                args.join(" ")
+            )))
         } else {
             Err(BackendError::Other(format!(
                 "restic {} failed: {first}",
@@ -117,17 +120,13 @@ impl ResticCli {
 
     /// `text` without the repository's credentials or the password.
     fn scrub(&self, text: &str) -> String {
-        let mut text = text.replace(
-            &self.repository,
-            &redact_userinfo(&self.repository),
-        );
+        let mut text = text.replace(&self.repository, &redact_userinfo(&self.repository));
         let password = self.password.as_str_lossy();
         if password.len() >= 4 {
             text = text.replace(&password, "***");
         }
         text
     }
-
 }
 
 impl Backend for ResticCli {
