@@ -44,7 +44,7 @@ pub mod contract {
     };
 
     /// The contract version this host implements: the WIT package version.
-    pub const VERSION: &str = "0.1.0";
+    pub const VERSION: &str = lockwarden_wit::VERSION;
 
     impl Action {
         /// `keep` or `remove`, as the contract spells it.

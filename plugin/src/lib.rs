@@ -23,7 +23,7 @@ use bindings::lockwarden::policy::types::{
 use bindings::lockwarden::policy::{clock, liveness, log};
 
 /// The contract version this policy was built against: the WIT package version.
-pub const CONTRACT_VERSION: &str = "0.1.0";
+pub const CONTRACT_VERSION: &str = lockwarden_wit::VERSION;
 
 struct DefaultPolicy;
 

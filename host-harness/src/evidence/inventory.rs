@@ -327,39 +327,7 @@ pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, String> {
     match document {
         Document::PodList { items } => {
             for pod in items {
-                let container_starts: Vec<Option<i64>> = pod
-                    .status
-                    .container_statuses
-                    .iter()
-                    .map(|c| {
-                        c.state
-                            .running
-                            .as_ref()
-                            .and_then(|r| r.started_at.as_deref())
-                    })
-                    .map(|t| time("containerStatuses.state.running.startedAt", t))
-                    .collect::<Result<_, _>>()?;
-                // Only when every container runs with a known start is "all
-                // restarted" meaningful.
-                let containers_started = if container_starts.is_empty() {
-                    None
-                } else {
-                    container_starts
-                        .iter()
-                        .copied()
-                        .collect::<Option<Vec<i64>>>()
-                        .and_then(|v| v.into_iter().min())
-                };
-                let record = HostRecord {
-                    state: pod
-                        .status
-                        .phase
-                        .as_deref()
-                        .unwrap_or("unknown")
-                        .to_ascii_lowercase(),
-                    started: time("status.startTime", pod.status.start_time.as_deref())?,
-                    containers_started,
-                };
+                let record = pod.record()?;
                 // The hostname restic saw: spec.hostname or the pod's name,
                 // cut by kubelet to 63 bytes without a trailing - or . ;
                 // the pod's own name answers too.
@@ -392,6 +360,45 @@ pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, String> {
     Ok(hosts)
 }
 
+impl Pod {
+    /// What the inventory knows of this pod.
+    fn record(&self) -> Result<HostRecord, String> {
+        let container_starts: Vec<Option<i64>> = self
+            .status
+            .container_statuses
+            .iter()
+            .map(|c| {
+                c.state
+                    .running
+                    .as_ref()
+                    .and_then(|r| r.started_at.as_deref())
+            })
+            .map(|t| time("containerStatuses.state.running.startedAt", t))
+            .collect::<Result<_, _>>()?;
+        // Only when every container runs with a known start is "all
+        // restarted" meaningful.
+        let containers_started = if container_starts.is_empty() {
+            None
+        } else {
+            container_starts
+                .iter()
+                .copied()
+                .collect::<Option<Vec<i64>>>()
+                .and_then(|v| v.into_iter().min())
+        };
+        Ok(HostRecord {
+            state: self
+                .status
+                .phase
+                .as_deref()
+                .unwrap_or("unknown")
+                .to_ascii_lowercase(),
+            started: time("status.startTime", self.status.start_time.as_deref())?,
+            containers_started,
+        })
+    }
+}
+
 /// A pod's hostname as kubelet sets it: at most 63 bytes, then without a
 /// trailing `-` or `.` (`truncatePodHostnameIfNeeded`).
 fn kubelet_hostname(name: &str) -> String {
@@ -403,6 +410,24 @@ fn kubelet_hostname(name: &str) -> String {
         end -= 1;
     }
     name[..end].trim_end_matches(['-', '.']).to_owned()
+}
+
+/// An inventory with the first sightings of the locks it is asked about.
+pub struct ObservedInventory {
+    inventory: Inventory,
+    observed: Observations,
+}
+
+impl Source for ObservedInventory {
+    /// An inventory knows hosts, not processes.
+    fn process(&self, _hostname: &str, _pid: i64, _since: i64) -> Option<Liveness> {
+        None
+    }
+
+    fn host(&self, hostname: &str, since: i64) -> Option<Liveness> {
+        let observed = self.observed.get(&(hostname.to_owned(), since)).copied();
+        Some(self.inventory.host(hostname, since, observed))
+    }
 }
 
 #[cfg(test)]
@@ -506,23 +531,5 @@ mod tests {
                 .expect("problem")
                 .contains("hosts command failed")
         );
-    }
-}
-
-/// An inventory with the first sightings of the locks it is asked about.
-pub struct ObservedInventory {
-    inventory: Inventory,
-    observed: Observations,
-}
-
-impl Source for ObservedInventory {
-    /// An inventory knows hosts, not processes.
-    fn process(&self, _hostname: &str, _pid: i64, _since: i64) -> Option<Liveness> {
-        None
-    }
-
-    fn host(&self, hostname: &str, since: i64) -> Option<Liveness> {
-        let observed = self.observed.get(&(hostname.to_owned(), since)).copied();
-        Some(self.inventory.host(hostname, since, observed))
     }
 }

@@ -327,64 +327,88 @@ fn open_master_key(
     files.sort_by(|a, b| a.name.cmp(&b.name));
     let total = files.len();
     files.truncate(keys::MAX_KEYS);
-    let mut problems = Vec::new();
+    let mut search = KeySearch::default();
     // Read them all first, then try the cheapest first: a planted key with
     // costly parameters cannot use up the budget before the real one.
-    let mut candidates = Vec::new();
-    for file in &files {
-        let name = &file.name[..8];
-        match backend
-            .read(Kind::Key, &file.name)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| keys::KeyFile::parse(&bytes).map_err(|e| e.to_string()))
-        {
-            Ok(key_file) => candidates.push((name, key_file)),
-            Err(problem) => problems.push(format!("{name}: {problem}")),
-        }
-    }
+    let mut candidates = search.read(backend, &files);
     candidates.sort_by_key(|(name, key_file)| (key_file.work(), *name));
-    let mut tried = 0usize;
     let mut work_left = limits::SCRYPT_WORK_TOTAL;
-    let mut out_of_budget = false;
     for (name, key_file) in &candidates {
         if key_file.work() > work_left {
-            problems.push(format!(
+            search.problems.push(format!(
                 "{name}: not tried, the key files before it used up the scrypt budget"
             ));
-            out_of_budget = true;
+            search.out_of_budget = true;
             continue;
         }
         match key_file.open(password.as_bytes()) {
             Ok(key) => return Ok(key),
             Err(keys::KeyError::WrongPassword) => {
-                tried += 1;
+                search.tried += 1;
                 work_left -= key_file.work();
             }
-            Err(keys::KeyError::Invalid(why)) => problems.push(format!("{name}: {why}")),
+            Err(keys::KeyError::Invalid(why)) => search.problems.push(format!("{name}: {why}")),
         }
     }
-    let unusable = problems.join("; ");
-    if tried == 0 || out_of_budget {
-        return Err(RepoError::NoUsableKey {
-            location: shown.to_owned(),
-            detail: bounded_problem(unusable),
-        });
+    Err(search.failure(shown, files.len(), total))
+}
+
+/// What trying the key files found.
+#[derive(Default)]
+struct KeySearch {
+    /// One line per key file that could not be used.
+    problems: Vec<String>,
+    /// How many the password was tried on.
+    tried: usize,
+    /// Whether the scrypt budget ran out.
+    out_of_budget: bool,
+}
+
+impl KeySearch {
+    /// Reads and parses `files`, noting the ones that fail.
+    fn read<'a>(
+        &mut self,
+        backend: &dyn Backend,
+        files: &'a [FileInfo],
+    ) -> Vec<(&'a str, keys::KeyFile)> {
+        let mut candidates = Vec::new();
+        for file in files {
+            let name = lockfile::short(&file.name);
+            match backend
+                .read(Kind::Key, &file.name)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| keys::KeyFile::parse(&bytes).map_err(|e| e.to_string()))
+            {
+                Ok(key_file) => candidates.push((name, key_file)),
+                Err(problem) => self.problems.push(format!("{name}: {problem}")),
+            }
+        }
+        candidates
     }
-    if total > files.len() {
-        return Err(RepoError::TooManyKeys {
-            location: shown.to_owned(),
-            tried: files.len(),
-            total,
-        });
+
+    /// Why no key opened, after `considered` of `total` key files.
+    fn failure(self, shown: &str, considered: usize, total: usize) -> RepoError {
+        let location = shown.to_owned();
+        let unusable = bounded_problem(self.problems.join("; "));
+        if self.tried == 0 || self.out_of_budget {
+            return RepoError::NoUsableKey {
+                location,
+                detail: unusable,
+            };
+        }
+        if total > considered {
+            return RepoError::TooManyKeys {
+                location,
+                tried: considered,
+                total,
+            };
+        }
+        let mut detail = format!("no key file opened, {} tried", self.tried);
+        if !self.problems.is_empty() {
+            detail += &format!("; unusable: {unusable}");
+        }
+        RepoError::WrongPassword { location, detail }
     }
-    let mut detail = format!("no key file opened, {tried} tried");
-    if !problems.is_empty() {
-        detail += &format!("; unusable: {}", bounded_problem(unusable));
-    }
-    Err(RepoError::WrongPassword {
-        location: shown.to_owned(),
-        detail,
-    })
 }
 
 fn parse_config(plain: &[u8]) -> Result<Config, String> {

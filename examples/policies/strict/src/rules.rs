@@ -126,7 +126,7 @@ pub fn info() -> PolicyInfo {
     PolicyInfo {
         name: "lockwarden-strict-example".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        contract_version: "0.1.0".into(),
+        contract_version: lockwarden_wit::VERSION.into(),
         description: "An example policy, stricter than the default: never removes locks from \
             hosts matching always-alive, nor exclusive locks younger than exclusive-min-age; \
             otherwise removes locks whose holder is known gone or that are older than \

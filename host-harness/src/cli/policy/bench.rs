@@ -1,7 +1,7 @@
 //! `lockwarden policy bench`: how long a policy takes on a recorded request,
 //! in the host's real call path (a fresh instance per evaluation, limits on).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,6 +13,7 @@ use serde_json::json;
 use super::read_request;
 use crate::cli::{PolicyArgs, parse_duration};
 use lockwarden::report::policy_json;
+use lockwarden::runtime::Policy;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -63,7 +64,21 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
+    let timings = Timings { load, first, s };
+    print_text(&policy, &args.request, locks, &timings);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What was measured.
+struct Timings {
+    load: Duration,
+    first: f64,
+    s: Summary,
+}
+
+fn print_text(policy: &Policy, request: &Path, locks: usize, t: &Timings) {
     let us = |x: f64| format!("{} µs", short(x * 1e6));
+    let s = &t.s;
     outln!(
         "policy:      {} ({})",
         lockwarden::text::escape(&policy.info().name),
@@ -71,13 +86,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     );
     outln!(
         "request:     {} ({locks} locks and unreadable files)",
-        args.request.display()
+        request.display()
     );
     outln!(
         "load:        {} (compile, or read from the cache)",
-        us(load.as_secs_f64())
+        us(t.load.as_secs_f64())
     );
-    outln!("first call:  {}", us(first));
+    outln!("first call:  {}", us(t.first));
     outln!(
         "evaluate:    mean {}, median {}, min {}, max {}, p90 {} over {} calls",
         us(s.mean),
@@ -94,5 +109,4 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     outln!("each call instantiates the policy afresh and runs under its limits, as check does");
-    Ok(ExitCode::SUCCESS)
 }

@@ -18,9 +18,12 @@ use super::{
 };
 use crate::repo::crypto::Key;
 
-/// Files by kind and name, each with the time it was stored.
+/// Stored files by kind and name, each with the time it was stored.
+type Files = BTreeMap<(Kind, String), (Vec<u8>, i64)>;
+
+/// A repository's files in memory.
 pub struct MemoryBackend {
-    files: Mutex<BTreeMap<(Kind, String), (Vec<u8>, i64)>>,
+    files: Mutex<Files>,
     capabilities: Capabilities,
 }
 
@@ -46,8 +49,8 @@ impl MemoryBackend {
     pub fn init(password: &[u8]) -> (MemoryBackend, Key) {
         let backend = MemoryBackend::default();
         let master_json = serde_json::json!({
-            "mac": {"k": BASE64.encode(&random_bytes::<16>()), "r": BASE64.encode(&random_bytes::<16>())},
-            "encrypt": BASE64.encode(&random_bytes::<32>()),
+            "mac": {"k": BASE64.encode(random_bytes::<16>()), "r": BASE64.encode(random_bytes::<16>())},
+            "encrypt": BASE64.encode(random_bytes::<32>()),
         })
         .to_string();
         let master =
@@ -106,7 +109,7 @@ impl MemoryBackend {
             .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(Kind, String), (Vec<u8>, i64)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Files> {
         self.files
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
