@@ -495,7 +495,7 @@ fn other_backends_are_read_through_restic_and_unlock_refuses_there() {
     let out = warden(&repo, "unlock", &[]);
     assert_eq!(out.code, 1, "{out:?}");
     assert!(
-        out.stderr.contains("only in local and rest: repositories"),
+        out.stderr.contains("cannot remove a lock there by id"),
         "{}",
         out.stderr
     );

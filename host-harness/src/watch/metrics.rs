@@ -88,7 +88,7 @@ impl Metrics {
         );
         registry.register(
             "stale_locks_not_removed",
-            "Locks judged stale but kept because the repository is in report mode",
+            "Locks judged stale but still there: report mode, a backend that cannot remove, or a failed removal",
             m.stale_not_removed.clone(),
         );
         registry.register(

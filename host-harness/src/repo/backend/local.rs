@@ -16,8 +16,8 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, openat, statat, unlinkat};
 use rustix::io::Errno;
 
 use super::{
-    Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal, Scheme, Target,
-    checked_listing, checked_name,
+    Backend, BackendError, Capabilities, FileInfo, Kind, Removal, Scheme, Target, checked_listing,
+    checked_name,
 };
 use crate::files::{ReadError, check_regular, read_open_file};
 use crate::repo::location::LocationError;
@@ -150,11 +150,7 @@ impl Backend for LocalBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            remove: true,
-            contents: Contents::Encrypted,
-            parallel_reads: 8,
-        }
+        Capabilities::NATIVE
     }
 
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {

@@ -13,8 +13,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use sha2::{Digest, Sha256};
 
 use super::{
-    Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal, checked_listing,
-    checked_name,
+    Backend, BackendError, Capabilities, FileInfo, Kind, Removal, checked_listing, checked_name,
 };
 use crate::repo::crypto::Key;
 
@@ -31,11 +30,7 @@ impl Default for MemoryBackend {
     fn default() -> Self {
         MemoryBackend {
             files: Mutex::default(),
-            capabilities: Capabilities {
-                remove: true,
-                contents: Contents::Encrypted,
-                parallel_reads: 4,
-            },
+            capabilities: Capabilities::NATIVE,
         }
     }
 }

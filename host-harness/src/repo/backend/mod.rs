@@ -132,6 +132,16 @@ pub struct Capabilities {
     pub parallel_reads: usize,
 }
 
+impl Capabilities {
+    /// A backend lockwarden speaks natively: it reads the stored bytes,
+    /// removes by id, and reads 8 files at once.
+    pub const NATIVE: Capabilities = Capabilities {
+        remove: true,
+        contents: Contents::Encrypted,
+        parallel_reads: 8,
+    };
+}
+
 /// What a backend's reads return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Contents {

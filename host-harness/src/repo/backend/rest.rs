@@ -9,8 +9,8 @@ use serde::Deserialize;
 use ureq::Agent;
 
 use super::{
-    Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal, Scheme, Target,
-    checked_listing, checked_name,
+    Backend, BackendError, Capabilities, FileInfo, Kind, Removal, Scheme, Target, checked_listing,
+    checked_name,
 };
 use crate::limits;
 use crate::repo::location::{LocationError, percent_decode, redact_userinfo};
@@ -258,11 +258,7 @@ impl Backend for RestBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            remove: true,
-            contents: Contents::Encrypted,
-            parallel_reads: 8,
-        }
+        Capabilities::NATIVE
     }
 
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
