@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::lockwarden_bin;
 use lockwarden_tests::restic::{RestServer, TestRepo, free_port};
 
@@ -106,13 +106,13 @@ fn fill(repo: &TestRepo, n: usize, all_fresh: bool) {
         } else {
             &young
         };
-        writer.write(
-            time,
-            &format!("host-{}", i % 50),
-            1000 + i as i64,
-            i % 10 == 0,
-            Encoding::Zstd,
-        );
+        writer.write(LockSpec {
+            time: time.clone(),
+            hostname: &format!("host-{}", i % 50),
+            pid: 1000 + i as i64,
+            exclusive: i % 10 == 0,
+            encoding: Encoding::Zstd,
+        });
     }
 }
 

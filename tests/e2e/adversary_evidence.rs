@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use lockwarden_tests::adversary::{doc, reason, this_hostname, verdict, warden};
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo};
 use serde_json::{Value, json};
 
@@ -31,8 +31,18 @@ fn an_inventory_proves_a_host_gone_only_when_complete_and_current() {
     let repo = TestRepo::init_local();
     let writer = LockWriter::new(&repo);
     let written = time_from_now(-2 * MINUTE);
-    let gone = writer.write(&written, "velero-gone-7d9f", 7, false, Encoding::Zstd);
-    let recreated = writer.write(&written, "velero-recreated", 8, false, Encoding::Zstd);
+    let gone = writer.write(LockSpec {
+        time: written.clone(),
+        hostname: "velero-gone-7d9f",
+        pid: 7,
+        ..LockSpec::default()
+    });
+    let recreated = writer.write(LockSpec {
+        time: written.clone(),
+        hostname: "velero-recreated",
+        pid: 8,
+        ..LockSpec::default()
+    });
     let dir = repo.dir.path().to_owned();
     let file = |name: &str, inventory: &Value| -> PathBuf {
         let path = dir.join(name);
@@ -144,34 +154,32 @@ fn a_restic_on_the_locks_pid_that_started_later_keeps_a_young_lock() {
     let host = this_hostname();
     let writer = LockWriter::new(&repo);
     let ten_minutes_ago = time_from_now(-10 * MINUTE);
-    let on_restic = writer.write(
-        &ten_minutes_ago,
-        &host,
-        i64::from(holder.pid),
-        false,
-        Encoding::Zstd,
-    );
+    let on_restic = writer.write(LockSpec {
+        time: ten_minutes_ago.clone(),
+        hostname: &host,
+        pid: i64::from(holder.pid),
+        ..LockSpec::default()
+    });
     let mut sleeper = Command::new("sleep")
         .arg("600")
         .spawn()
         .expect("spawn sleep");
-    let on_sleep = writer.write(
-        &ten_minutes_ago,
-        &host,
-        i64::from(sleeper.id()),
-        false,
-        Encoding::Zstd,
-    );
+    let on_sleep = writer.write(LockSpec {
+        time: ten_minutes_ago.clone(),
+        hostname: &host,
+        pid: i64::from(sleeper.id()),
+        ..LockSpec::default()
+    });
     let mut finished = Command::new("true").spawn().expect("spawn true");
     let gone_pid = finished.id();
     finished.wait().expect("reap true");
-    let on_gone = writer.write(
-        &ten_minutes_ago,
-        &host,
-        i64::from(gone_pid),
-        false,
-        Encoding::Raw,
-    );
+    let on_gone = writer.write(LockSpec {
+        time: ten_minutes_ago.clone(),
+        hostname: &host,
+        pid: i64::from(gone_pid),
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
 
     let out = warden(&repo, "check", &["--json"]);
     let report = doc(&out);
@@ -252,13 +260,12 @@ fn a_holder_in_a_nested_pid_namespace_is_not_judged_dead() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let id = LockWriter::new(&repo).write(
-        &time_from_now(-MINUTE),
-        &this_hostname(),
-        i64::from(pid),
-        false,
-        Encoding::Zstd,
-    );
+    let id = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-MINUTE),
+        hostname: &this_hostname(),
+        pid: i64::from(pid),
+        ..LockSpec::default()
+    });
     let out = warden(&repo, "unlock", &["--json"]);
     let _ = nested.kill();
     let _ = nested.wait();
@@ -284,13 +291,12 @@ fn a_holder_in_a_nested_pid_namespace_is_not_judged_dead() {
 #[test]
 fn a_hosts_file_dated_in_the_future_proves_no_absence() {
     let repo = TestRepo::init_local();
-    let id = LockWriter::new(&repo).write(
-        &time_from_now(-MINUTE),
-        "velero-new-pod",
-        7,
-        false,
-        Encoding::Zstd,
-    );
+    let id = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-MINUTE),
+        hostname: "velero-new-pod",
+        pid: 7,
+        ..LockSpec::default()
+    });
     let hosts = repo.dir.path().join("hosts.json");
     let listed = json!([{"name": "velero-old-pod", "started": time_from_now(-60 * MINUTE), "state": "running"}]);
     std::fs::write(&hosts, listed.to_string()).expect("write hosts");

@@ -19,7 +19,7 @@ use lockwarden_tests::guard::{
     Guarded, HANG_GUARD, KillOnDrop, finish_all_within, finish_guarded, processes_with,
     unique_sleep, wait_until, with_memory_cap,
 };
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{TestRepo, free_port};
 use lockwarden_tests::{Finished, lockwarden};
 use serde_json::json;
@@ -45,13 +45,12 @@ fn bare(repo: &TestRepo) -> Command {
 
 /// A young lock from a host the inventory regex `^velero-` covers.
 fn young_velero_lock(repo: &TestRepo) -> String {
-    LockWriter::new(repo).write(
-        &time_from_now(-2 * MINUTE),
-        "velero-gone-7d9f",
-        7,
-        false,
-        Encoding::Zstd,
-    )
+    LockWriter::new(repo).write(LockSpec {
+        time: time_from_now(-2 * MINUTE),
+        hostname: "velero-gone-7d9f",
+        pid: 7,
+        ..LockSpec::default()
+    })
 }
 
 /// Every way a file path reaches lockwarden, each given `special`; `true`

@@ -14,7 +14,7 @@ use lockwarden_tests::adversary::{
 };
 use lockwarden_tests::fake_rest::{FakeRest, Reply, V2};
 use lockwarden_tests::guard::{Guarded, HANG_GUARD, finish_guarded, with_memory_cap};
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{PASSWORD, TestRepo};
 use lockwarden_tests::{Finished, guest};
 use serde_json::{Value, json};
@@ -29,13 +29,13 @@ const MEMORY_CAP: u64 = 4 << 30;
 /// A lock from another host, two hours old: `expired` under the default
 /// policy, so removed unless something is wrong.
 fn stale_lock(writer: &LockWriter, pid: i64) -> String {
-    writer.write(
-        &time_from_now(-2 * HOUR),
-        "elsewhere",
+    writer.write(LockSpec {
+        time: time_from_now(-2 * HOUR),
+        hostname: "elsewhere",
         pid,
-        false,
-        Encoding::Raw,
-    )
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    })
 }
 
 fn pair(action: &str, rule: &str) -> (String, String) {
@@ -569,20 +569,20 @@ fn policy_eval_of_a_non_utf8_request_does_not_blame_the_path() {
 fn a_fractional_stale_after_is_accepted() {
     let repo = TestRepo::init_local();
     let writer = LockWriter::new(&repo);
-    let older = writer.write(
-        &time_from_now(-100 * 60),
-        "elsewhere",
-        41,
-        false,
-        Encoding::Raw,
-    );
-    let younger = writer.write(
-        &time_from_now(-80 * 60),
-        "elsewhere",
-        42,
-        false,
-        Encoding::Raw,
-    );
+    let older = writer.write(LockSpec {
+        time: time_from_now(-100 * 60),
+        hostname: "elsewhere",
+        pid: 41,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
+    let younger = writer.write(LockSpec {
+        time: time_from_now(-80 * 60),
+        hostname: "elsewhere",
+        pid: 42,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
     let out = warden(&repo, "check", &["--json", "--set", "stale-after=1.5h"]);
     assert_eq!(out.code, 3, "{out:?}");
     let report = doc(&out);

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use lockwarden_tests::Finished;
 use lockwarden_tests::guard::{Guarded, HANG_GUARD, wait_until};
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo};
 use serde_json::Value;
 
@@ -266,7 +266,13 @@ fn stale_locks_go_while_restic_backups_keep_locking() {
             } else {
                 Encoding::Raw
             };
-            writer.write(&when, "gone-host", 10_000 + n as i64, false, encoding)
+            writer.write(LockSpec {
+                time: when.clone(),
+                hostname: "gone-host",
+                pid: 10_000 + n as i64,
+                encoding,
+                ..LockSpec::default()
+            })
         })
         .collect();
     assert_eq!(stale.len(), STALE, "distinct lock ids");

@@ -10,7 +10,7 @@ use std::time::Duration;
 use lockwarden_tests::Finished;
 use lockwarden_tests::fault_proxy::{Fault, FaultProxy, Filter};
 use lockwarden_tests::guard::{Guarded, HANG_GUARD};
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, REST_PASS, REST_USER, RestServer, TestRepo};
 use serde_json::Value;
 
@@ -78,29 +78,29 @@ impl Scene {
         }
         let stale: Vec<String> = (0..STALE)
             .map(|n| {
-                self.writer.write(
-                    &time_from_now(-2 * 3600),
-                    "far-host",
-                    4000 + n as i64,
+                self.writer.write(LockSpec {
+                    time: time_from_now(-2 * 3600),
+                    hostname: "far-host",
+                    pid: 4000 + n as i64,
                     // Shared: restic checks the other locks again just after
                     // writing its own, and an exclusive lock seen then would
                     // make the holder give up.
-                    false,
-                    if n % 2 == 0 {
+                    exclusive: false,
+                    encoding: if n % 2 == 0 {
                         Encoding::Zstd
                     } else {
                         Encoding::Raw
                     },
-                )
+                })
             })
             .collect();
-        let fresh = self.writer.write(
-            &time_from_now(-5 * 60),
-            "near-host",
-            4100,
-            false,
-            Encoding::Raw,
-        );
+        let fresh = self.writer.write(LockSpec {
+            time: time_from_now(-5 * 60),
+            hostname: "near-host",
+            pid: 4100,
+            encoding: Encoding::Raw,
+            ..LockSpec::default()
+        });
         let all = self.repo.lock_ids();
         let clean = run(&self.repo, "check", &["--json"]);
         assert_eq!(

@@ -6,7 +6,7 @@ use std::path::Path;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::registry::{REGISTRY_PASS, REGISTRY_USER, Registry, digest};
 use lockwarden_tests::restic::TestRepo;
 use lockwarden_tests::{Finished, finish, guest, lockwarden};
@@ -37,13 +37,13 @@ fn check_with(repo: &TestRepo, policy: &str, docker_config: &Path) -> Finished {
 /// A repository holding one lock 31 minutes old that nobody vouches for.
 fn repo_with_stale_lock() -> (TestRepo, String) {
     let repo = TestRepo::init_local();
-    let id = LockWriter::new(&repo).write(
-        &time_from_now(-31 * 60),
-        "gone-host",
-        7,
-        false,
-        Encoding::Raw,
-    );
+    let id = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-31 * 60),
+        hostname: "gone-host",
+        pid: 7,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
     (repo, id)
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo, free_port};
 use lockwarden_tests::{Finished, finish, lockwarden};
 use serde_json::Value;
@@ -31,13 +31,13 @@ fn run_restic_through_lockwarden(
 #[test]
 fn run_gets_restic_through_a_stale_exclusive_lock() {
     let repo = TestRepo::init_local();
-    let stale = LockWriter::new(&repo).write(
-        &time_from_now(-40 * MINUTE),
-        "evicted-pod",
-        1,
-        true,
-        Encoding::Zstd,
-    );
+    let stale = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-40 * MINUTE),
+        hostname: "evicted-pod",
+        pid: 1,
+        exclusive: true,
+        ..LockSpec::default()
+    });
     let blocked = repo.restic(&["snapshots"]);
     assert_ne!(blocked.code, 0, "restic alone is blocked: {blocked:?}");
 
@@ -174,13 +174,13 @@ fn stop(mut child: Child) -> (Duration, String) {
 #[test]
 fn watch_cleans_one_repository_while_another_fails_and_serves_metrics() {
     let good = TestRepo::init_local();
-    let stale = LockWriter::new(&good).write(
-        &time_from_now(-45 * MINUTE),
-        "gone",
-        3,
-        false,
-        Encoding::Raw,
-    );
+    let stale = LockWriter::new(&good).write(LockSpec {
+        time: time_from_now(-45 * MINUTE),
+        hostname: "gone",
+        pid: 3,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
     let bad = TestRepo::init_local();
     let wrong = bad.dir.path().join("wrong");
     std::fs::write(&wrong, "not it").expect("write");
@@ -255,13 +255,12 @@ interval = "2s"
 fn first_seen_times_survive_a_restart_and_drive_the_unrefreshed_rule() {
     let repo = TestRepo::init_local();
     // Dated 2 h in the future by a skewed clock: never `expired`.
-    let skewed = LockWriter::new(&repo).write(
-        &time_from_now(120 * MINUTE),
-        "fast-clock",
-        8,
-        false,
-        Encoding::Zstd,
-    );
+    let skewed = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(120 * MINUTE),
+        hostname: "fast-clock",
+        pid: 8,
+        ..LockSpec::default()
+    });
     let state = repo.dir.path().join("state");
     let check = |repo: &TestRepo| -> Value {
         let out = finish(
@@ -339,16 +338,32 @@ fn a_kubectl_inventory_removes_the_lock_of_a_gone_pod_and_keeps_a_running_one() 
     let repo = TestRepo::init_local();
     let writer = LockWriter::new(&repo);
     let young = time_from_now(-2 * MINUTE);
-    let running = writer.write(
-        &young,
-        "velero-node-agent-running",
-        7,
-        false,
-        Encoding::Zstd,
-    );
-    let gone = writer.write(&young, "velero-gone-7d9f", 7, false, Encoding::Zstd);
-    let finished = writer.write(&young, "velero-backup-finished", 7, false, Encoding::Raw);
-    let outside = writer.write(&young, "laptop", 7, false, Encoding::Raw);
+    let running = writer.write(LockSpec {
+        time: young.clone(),
+        hostname: "velero-node-agent-running",
+        pid: 7,
+        ..LockSpec::default()
+    });
+    let gone = writer.write(LockSpec {
+        time: young.clone(),
+        hostname: "velero-gone-7d9f",
+        pid: 7,
+        ..LockSpec::default()
+    });
+    let finished = writer.write(LockSpec {
+        time: young.clone(),
+        hostname: "velero-backup-finished",
+        pid: 7,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
+    let outside = writer.write(LockSpec {
+        time: young.clone(),
+        hostname: "laptop",
+        pid: 7,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kubectl-get-pods.json");
     let fixture = fixture.to_str().expect("utf-8");
 

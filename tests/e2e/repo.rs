@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, REST_PASS, RestServer, TestRepo, free_port};
 use lockwarden_tests::{Finished, finish, lockwarden};
 use serde_json::Value;
@@ -56,7 +56,13 @@ fn the_lock_writer_writes_what_restic_reads() {
     let repo = TestRepo::init_local();
     let writer = LockWriter::new(&repo);
     for encoding in [Encoding::Raw, Encoding::Zstd] {
-        let id = writer.write(&time_from_now(-60), "writer-host", 4242, true, encoding);
+        let id = writer.write(LockSpec {
+            time: time_from_now(-60),
+            hostname: "writer-host",
+            pid: 4242,
+            exclusive: true,
+            encoding,
+        });
         let out = repo.restic(&["cat", "lock", &id, "--no-lock"]);
         assert_eq!(out.code, 0, "{encoding:?}: {out:?}");
         let json: Value = serde_json::from_str(&out.stdout).expect("restic prints JSON");
@@ -118,27 +124,25 @@ fn locks_from_other_hosts_are_judged_by_age() {
     // Written by restic itself on "otherhost", then killed: young, kept.
     let restic_young = Holder::start_on_host(&repo, "otherhost").kill();
     let writer = LockWriter::new(&repo);
-    let old = writer.write(
-        &time_from_now(-31 * MINUTE),
-        "otherhost",
-        77,
-        true,
-        Encoding::Raw,
-    );
-    let young = writer.write(
-        &time_from_now(-10 * MINUTE),
-        "otherhost",
-        78,
-        false,
-        Encoding::Zstd,
-    );
-    let future = writer.write(
-        &time_from_now(120 * MINUTE),
-        "skewed",
-        79,
-        false,
-        Encoding::Zstd,
-    );
+    let old = writer.write(LockSpec {
+        time: time_from_now(-31 * MINUTE),
+        hostname: "otherhost",
+        pid: 77,
+        exclusive: true,
+        encoding: Encoding::Raw,
+    });
+    let young = writer.write(LockSpec {
+        time: time_from_now(-10 * MINUTE),
+        hostname: "otherhost",
+        pid: 78,
+        ..LockSpec::default()
+    });
+    let future = writer.write(LockSpec {
+        time: time_from_now(120 * MINUTE),
+        hostname: "skewed",
+        pid: 79,
+        ..LockSpec::default()
+    });
 
     let (code, doc) = check_json(&repo);
     assert_eq!(code, 3);
@@ -171,13 +175,12 @@ fn a_reused_pid_does_not_keep_a_lock_alive() {
         .spawn()
         .expect("spawn sleep");
     let writer = LockWriter::new(&repo);
-    let id = writer.write(
-        &time_from_now(-10 * MINUTE),
-        &this_hostname(),
-        i64::from(sleeper.id()),
-        false,
-        Encoding::Zstd,
-    );
+    let id = writer.write(LockSpec {
+        time: time_from_now(-10 * MINUTE),
+        hostname: &this_hostname(),
+        pid: i64::from(sleeper.id()),
+        ..LockSpec::default()
+    });
     let (_, doc) = check_json(&repo);
     let (action, rule, reason) = verdict(&doc, &id);
     assert_eq!(
@@ -208,13 +211,24 @@ fn unreadable_lock_files_are_reported_and_never_removed() {
     let corrupt = writer.write_bytes(&[0x5a; 200]);
     // A lock sealed with another repository's key.
     let other = TestRepo::init_local();
-    let foreign_id =
-        LockWriter::new(&other).write(&time_from_now(-40 * MINUTE), "x", 1, false, Encoding::Raw);
+    let foreign_id = LockWriter::new(&other).write(LockSpec {
+        time: time_from_now(-40 * MINUTE),
+        hostname: "x",
+        pid: 1,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
     let foreign_bytes = std::fs::read(other.path.join("locks").join(&foreign_id)).expect("read");
     writer.write_named(&foreign_id, &foreign_bytes);
     // A valid lock stored under the wrong name.
     let misnamed = "ab".repeat(32);
-    let good = writer.write(&time_from_now(-40 * MINUTE), "x", 1, false, Encoding::Raw);
+    let good = writer.write(LockSpec {
+        time: time_from_now(-40 * MINUTE),
+        hostname: "x",
+        pid: 1,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
     let good_bytes = std::fs::read(repo.path.join("locks").join(&good)).expect("read");
     std::fs::remove_file(repo.path.join("locks").join(&good)).expect("rm");
     writer.write_named(&misnamed, &good_bytes);
@@ -270,13 +284,13 @@ fn unreadable_lock_files_are_reported_and_never_removed() {
 #[test]
 fn a_wrong_password_exits_12_and_touches_nothing() {
     let repo = TestRepo::init_local();
-    let stale = LockWriter::new(&repo).write(
-        &time_from_now(-2 * 60 * MINUTE),
-        "gone",
-        5,
-        true,
-        Encoding::Raw,
-    );
+    let stale = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-2 * 60 * MINUTE),
+        hostname: "gone",
+        pid: 5,
+        exclusive: true,
+        encoding: Encoding::Raw,
+    });
     let wrong = repo.dir.path().join("wrong-password");
     std::fs::write(&wrong, "not the password").expect("write");
     let out = finish(
@@ -337,13 +351,13 @@ fn a_missing_repository_exits_10() {
 #[test]
 fn repository_and_password_come_from_restics_environment_variables() {
     let repo = TestRepo::init_local();
-    let stale = LockWriter::new(&repo).write(
-        &time_from_now(-45 * MINUTE),
-        "gone",
-        5,
-        false,
-        Encoding::Raw,
-    );
+    let stale = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-45 * MINUTE),
+        hostname: "gone",
+        pid: 5,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
     let location_file = repo.dir.path().join("repository");
     std::fs::write(&location_file, format!("{}\n", repo.location)).expect("write");
     let out = finish(
@@ -386,13 +400,13 @@ fn with_no_evidence_lockwarden_removes_what_restic_unlock_removes() {
         } else {
             Encoding::Zstd
         };
-        writer.write(
-            &time_from_now(minutes * MINUTE),
-            &format!("host-{n}"),
-            100 + n as i64,
-            n % 3 == 0,
+        writer.write(LockSpec {
+            time: time_from_now(minutes * MINUTE),
+            hostname: &format!("host-{n}"),
+            pid: 100 + n as i64,
+            exclusive: n % 3 == 0,
             encoding,
-        );
+        });
     }
     let copy = |name: &str| {
         let to = lockwarden_tests::adversary::copy_repo(&repo, name);
@@ -424,13 +438,13 @@ fn the_same_repository_over_rest() {
     let live = Holder::start(&repo);
     let dead = Holder::start(&repo).kill();
     let writer = LockWriter::new(&repo);
-    let old = writer.write(
-        &time_from_now(-31 * MINUTE),
-        "elsewhere",
-        9,
-        true,
-        Encoding::Zstd,
-    );
+    let old = writer.write(LockSpec {
+        time: time_from_now(-31 * MINUTE),
+        hostname: "elsewhere",
+        pid: 9,
+        exclusive: true,
+        ..LockSpec::default()
+    });
 
     let (code, doc) = check_json(&repo);
     assert_eq!(code, 3, "{doc:#}");
@@ -481,13 +495,13 @@ fn other_backends_are_read_through_restic_and_unlock_refuses_there() {
     let path = dir.path().join("repo");
     let repo = TestRepo::at(format!("rclone:{}", path.display()), path.clone());
     repo.init();
-    let stale = LockWriter::for_dir(Path::new(&path), lockwarden_tests::restic::PASSWORD).write(
-        &time_from_now(-40 * MINUTE),
-        "far",
-        3,
-        false,
-        Encoding::Zstd,
-    );
+    let stale =
+        LockWriter::for_dir(Path::new(&path), lockwarden_tests::restic::PASSWORD).write(LockSpec {
+            time: time_from_now(-40 * MINUTE),
+            hostname: "far",
+            pid: 3,
+            ..LockSpec::default()
+        });
     let (code, doc) = check_json(&repo);
     assert_eq!(code, 3, "{doc:#}");
     assert_eq!(doc["repository"]["backend"], "rclone");
