@@ -94,14 +94,23 @@ fn lockwarden(cache: &Path) -> Command {
     c
 }
 
-/// Writes `n` locks from other hosts: even ones 40 minutes old (stale),
-/// odd ones 5 minutes old.
-fn fill(repo: &TestRepo, n: usize, all_fresh: bool) {
+/// How old the locks [`fill`] writes are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ages {
+    /// Even ones 40 minutes old (stale), odd ones 5 minutes old.
+    HalfStale,
+    /// All 5 minutes old.
+    AllFresh,
+}
+
+/// Writes `n` locks from other hosts, zstd-compressed, every tenth one
+/// exclusive, as old as `ages` says.
+fn fill(repo: &TestRepo, n: usize, ages: Ages) {
     let writer = LockWriter::new(repo);
     let old = time_from_now(-40 * 60);
     let young = time_from_now(-5 * 60);
     for i in 0..n {
-        let time = if i % 2 == 0 && !all_fresh {
+        let time = if i % 2 == 0 && ages == Ages::HalfStale {
             &old
         } else {
             &young
@@ -149,7 +158,7 @@ impl Pairs {
 /// first.
 pub fn one_shot_unlock(n: usize, reps: usize) -> Pairs {
     let base = TestRepo::init_local();
-    fill(&base, n, false);
+    fill(&base, n, Ages::HalfStale);
     let work = base.dir.path();
     let (pw, cache, lw_cache) = (
         base.password_file(),
@@ -250,7 +259,7 @@ fn cpu_seconds(pid: u32) -> f64 {
 /// process whose keys are already in memory (its second round).
 pub fn periodic_round(n: usize) -> Round {
     let base = TestRepo::init_local();
-    fill(&base, 1, true);
+    fill(&base, 1, Ages::AllFresh);
     let work = base.dir.path();
     let (pw, cache) = (base.password_file(), work.join("restic-cache"));
     let repos: Vec<PathBuf> = (0..n)
@@ -328,7 +337,7 @@ pub fn over_rest(n: usize, reps: usize) -> Pairs {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = RestServer::start(&dir.path().join("served"));
     let repo = server.init_repo("repo");
-    fill(&repo, n, true);
+    fill(&repo, n, Ages::AllFresh);
     let work = repo.dir.path();
     let (pw, cache, lw_cache) = (
         repo.password_file(),
