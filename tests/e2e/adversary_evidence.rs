@@ -7,16 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, SystemTime};
 
-use lockwarden_tests::adversary::{doc, reason, this_hostname, verdict, warden};
+use lockwarden_tests::adversary::{doc, pair, reason, this_hostname, verdict, warden};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo};
 use serde_json::{Value, json};
 
 const MINUTE: i64 = 60;
-
-fn pair(action: &str, rule: &str) -> (String, String) {
-    (action.to_owned(), rule.to_owned())
-}
 
 /// Item 1: absence from a host inventory proves a host gone only when the
 /// inventory was read, lists at least one host the regex covers, and was

@@ -3,14 +3,13 @@
 //! fields, and the edge cases of removal bookkeeping. Each test guards one
 //! defect of the trust fixes; its doc comment names the item of the contract.
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::process::Command;
 
 use lockwarden_tests::adversary::{
-    OLD_TIME, all_output, backup_dated, copy_repo, digits_only, doc, entry, file_type, find,
-    mkfifo, names_limit, problem, snapshot_ids, verdict, warden, warden_at,
+    OLD_TIME, all_output, backup_dated, copy_repo, digits_only, doc, entry, file_type, find, ids,
+    mkfifo, names_limit, pair, problem, snapshot_ids, verdict, warden, warden_at,
 };
 use lockwarden_tests::fake_rest::{FakeRest, Reply, V2};
 use lockwarden_tests::guard::{Guarded, HANG_GUARD, finish_guarded, with_memory_cap};
@@ -38,12 +37,11 @@ fn stale_lock(writer: &LockWriter, pid: i64) -> String {
     })
 }
 
-fn pair(action: &str, rule: &str) -> (String, String) {
-    (action.to_owned(), rule.to_owned())
-}
-
-fn ids(list: &[&str]) -> BTreeSet<String> {
-    list.iter().map(|s| (*s).to_owned()).collect()
+/// `lockwarden unlock` succeeds and leaves exactly the locks `left`.
+fn assert_unlock_leaves(repo: &TestRepo, left: &[&str]) {
+    let out = warden(repo, "unlock", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(repo.lock_ids(), ids(left), "{out:?}");
 }
 
 /// `lockwarden <subcommand>` on `repo` with at most [`MEMORY_CAP`] of
@@ -197,13 +195,8 @@ fn a_snapshot_copied_into_locks_under_its_own_name_is_not_a_lock() {
     );
     assert_eq!(verdict(&report, &stale), pair("remove", "expired"));
 
-    let out = warden(&repo, "unlock", &[]);
-    assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(
-        repo.lock_ids(),
-        ids(&[&snapshot, &index, &partial]),
-        "only the real stale lock goes"
-    );
+    // Only the real stale lock goes.
+    assert_unlock_leaves(&repo, &[&snapshot, &index, &partial]);
     assert!(snapshot_ids(&repo).contains(&snapshot));
 }
 
@@ -258,9 +251,7 @@ fn oversized_lock_files_are_unreadable_with_their_real_size() {
         assert_eq!(verdict(&report, id), pair("keep", "unreadable"));
     }
 
-    let out = warden(&repo, "unlock", &[]);
-    assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(repo.lock_ids(), ids(&[&huge, &big]));
+    assert_unlock_leaves(&repo, &[&huge, &big]);
 }
 
 /// Item 7: the repository's own files have limits too. A key file over
@@ -477,9 +468,7 @@ fn overlong_hostnames_and_usernames_make_only_their_lock_unreadable() {
     assert_eq!(verdict(&report, &limit_host), pair("remove", "expired"));
     assert_eq!(verdict(&report, &stale), pair("remove", "expired"));
 
-    let out = warden(&repo, "unlock", &[]);
-    assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(repo.lock_ids(), ids(&[&long_host, &long_user]));
+    assert_unlock_leaves(&repo, &[&long_host, &long_user]);
 }
 
 /// Item 14: when a removal fails, the text summary counts only the locks

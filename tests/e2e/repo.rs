@@ -1,10 +1,10 @@
 //! `lockwarden check` and `unlock` on real restic repositories, against real
 //! restic processes, compared with `restic unlock`.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
+use lockwarden_tests::adversary::{entry, ids, this_hostname};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, REST_PASS, RestServer, TestRepo, free_port};
 use lockwarden_tests::{Finished, finish, lockwarden};
@@ -26,21 +26,9 @@ fn check_json(repo: &TestRepo) -> (i32, Value) {
 
 /// (action, rule, reason) of lock `id` in a check document.
 fn verdict(doc: &Value, id: &str) -> (String, String, String) {
-    let entry = ["locks", "unreadable"]
-        .iter()
-        .flat_map(|k| doc[k].as_array().into_iter().flatten())
-        .find(|l| l["id"] == id)
-        .unwrap_or_else(|| panic!("no entry for {id} in {doc:#}"));
+    let entry = entry(doc, id);
     let s = |k: &str| entry[k].as_str().unwrap_or_default().to_owned();
     (s("action"), s("rule"), s("reason"))
-}
-
-fn this_hostname() -> String {
-    lockwarden::caps::hostname().expect("this machine has a hostname")
-}
-
-fn ids(list: &[&String]) -> BTreeSet<String> {
-    list.iter().map(|s| (*s).clone()).collect()
 }
 
 /// Removes the locks a test left on purpose, so restic's exclusive commands
