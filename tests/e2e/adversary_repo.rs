@@ -72,11 +72,9 @@ fn a_symlinked_locks_directory_is_refused_and_no_snapshot_is_deleted() {
         Some(&bytes),
         "the snapshot file was deleted or changed through the symlinked locks/: {unlock:?}"
     );
-    assert_eq!(unlock.code, 1, "{unlock:?}");
-    assert!(unlock.stderr.contains("symlink"), "{}", unlock.stderr);
+    unlock.assert_exit(1, "symlink");
     let check = warden(&repo, "check", &["--json"]);
-    assert_eq!(check.code, 1, "{check:?}");
-    assert!(check.stderr.contains("symlink"), "{}", check.stderr);
+    check.assert_exit(1, "symlink");
 
     fs::remove_file(repo.path.join("locks")).expect("remove the symlink");
     fs::create_dir(repo.path.join("locks")).expect("mkdir locks");
@@ -216,11 +214,9 @@ fn a_policy_judging_an_unreadable_file_stale_removes_nothing() {
 
     let out = warden(&repo, "unlock", &["--policy", policy]);
     assert_eq!(repo.lock_ids(), before, "nothing was removed: {out:?}");
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("unreadable"), "{}", out.stderr);
+    out.assert_exit(1, "unreadable");
     let check = warden(&repo, "check", &["--policy", policy]);
-    assert_eq!(check.code, 1, "{check:?}");
-    assert!(check.stderr.contains("unreadable"), "{}", check.stderr);
+    check.assert_exit(1, "unreadable");
 }
 
 /// Item 7: a lock file over 64 KiB is unreadable without being read into
@@ -274,8 +270,7 @@ fn oversized_key_config_and_rest_listing_are_refused() {
         padded_key.join("locks").join(&stale).exists(),
         "nothing removed: {out:?}"
     );
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("no usable key file"), "{}", out.stderr);
+    out.assert_exit(1, "no usable key file");
 
     // A config padded past 64 KiB, sealed with the real master key.
     let padded_config = copy_repo(&repo, "padded-config");
@@ -392,8 +387,7 @@ fn ruinous_or_garbage_key_files_are_not_usable_and_an_empty_password_is_refused(
     key["p"] = json!(64);
     replace_key(&ruinous, &name, &key);
     let out = warden_at(&repo, &ruinous, "check", &[]);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("scrypt"), "{}", out.stderr);
+    out.assert_exit(1, "scrypt");
     assert!(out.stderr.contains("no usable key file"), "{}", out.stderr);
 
     let garbage = copy_repo(&repo, "garbage-key");
@@ -408,8 +402,7 @@ fn ruinous_or_garbage_key_files_are_not_usable_and_an_empty_password_is_refused(
     )
     .expect("write junk key");
     let out = warden_at(&repo, &garbage, "check", &[]);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("no usable key file"), "{}", out.stderr);
+    out.assert_exit(1, "no usable key file");
 
     let wrong = repo.dir.path().join("wrong-password");
     fs::write(&wrong, "not the password").expect("write");
@@ -427,8 +420,7 @@ fn ruinous_or_garbage_key_files_are_not_usable_and_an_empty_password_is_refused(
             .args(["check", "-r", &repo.location, "-p"])
             .arg(&empty),
     );
-    assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.contains("empty"), "{}", out.stderr);
+    out.assert_exit(2, "empty");
 }
 
 /// Item 9: a hostname or username over 255 bytes makes that lock unreadable,

@@ -208,8 +208,7 @@ fn artifacts_that_are_not_components_are_refused() {
         &format!("oci://{}/lockwarden/odd:text", registry.host),
         &docker,
     );
-    assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.contains("refusing to push"), "{}", out.stderr);
+    out.assert_exit(2, "refusing to push");
 }
 
 #[test]
@@ -219,8 +218,7 @@ fn credentials_come_from_the_docker_config() {
     let reference = format!("oci://{}/private/default:1", registry.host);
     let anonymous = dir.path().join("no-docker-config");
     let out = push(&guest("default"), &reference, &anonymous);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("docker login"), "{}", out.stderr);
+    out.assert_exit(1, "docker login");
 
     let docker = dir.path().join("docker");
     std::fs::create_dir_all(&docker).expect("docker config dir");
@@ -239,8 +237,7 @@ fn credentials_come_from_the_docker_config() {
     let (repo, _) = repo_with_stale_lock();
     assert_eq!(check_with(&repo, &pinned, &docker).code, 3);
     let out = check_with(&repo, &reference, &anonymous);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("refused access"), "{}", out.stderr);
+    out.assert_exit(1, "refused access");
 }
 
 #[test]
@@ -265,8 +262,7 @@ fn plain_http_only_on_loopback_and_only_when_asked() {
             .args(["--policy", &local])
             .env("DOCKER_CONFIG", &docker),
     );
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("--insecure-registry"), "{}", out.stderr);
+    out.assert_exit(1, "--insecure-registry");
 
     let out = finish(
         repo.lockwarden("check")

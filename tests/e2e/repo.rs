@@ -286,8 +286,7 @@ fn a_wrong_password_exits_12_and_touches_nothing() {
             .args(["unlock", "-r", &repo.location, "--password-file"])
             .arg(&wrong),
     );
-    assert_eq!(out.code, 12, "{out:?}");
-    assert!(out.stderr.contains("wrong password"), "{}", out.stderr);
+    out.assert_exit(12, "wrong password");
     assert!(
         out.stderr.contains(&repo.location),
         "names the repository: {}",
