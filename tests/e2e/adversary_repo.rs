@@ -5,6 +5,7 @@
 
 use std::fs;
 use std::os::unix::fs::symlink;
+use std::path::Path;
 use std::process::Command;
 
 use lockwarden_tests::adversary::{
@@ -42,6 +43,26 @@ fn assert_unlock_leaves(repo: &TestRepo, left: &[&str]) {
     let out = warden(repo, "unlock", &[]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(repo.lock_ids(), ids(left), "{out:?}");
+}
+
+/// `lockwarden unlock` on the repository `server` serves (`repo`'s, through
+/// it), under the hang guard.
+fn unlock_over(repo: &TestRepo, server: &FakeRest) -> Finished {
+    let mut command = lockwarden_tests::lockwarden(&repo.dir.path().join("cache"));
+    command
+        .args(["unlock", "-r", &server.location, "-p"])
+        .arg(repo.password_file());
+    finish_guarded(&mut command)
+}
+
+/// `lockwarden check` on `repo` with the password in `file`, under the hang
+/// guard.
+fn check_with_password_file(repo: &TestRepo, file: &Path) -> Finished {
+    finish_guarded(
+        lockwarden_tests::lockwarden(&repo.dir.path().join("cache"))
+            .args(["check", "-r", &repo.location, "-p"])
+            .arg(file),
+    )
 }
 
 /// `lockwarden <subcommand>` on `repo` with at most [`MEMORY_CAP`] of
@@ -308,11 +329,7 @@ fn oversized_key_config_and_rest_listing_are_refused() {
             Reply::Default
         }
     });
-    let mut command = lockwarden_tests::lockwarden(&repo.dir.path().join("cache"));
-    command
-        .args(["unlock", "-r", &server.location, "-p"])
-        .arg(repo.password_file());
-    let out = finish_guarded(&mut command);
+    let out = unlock_over(&repo, &server);
     assert!(repo.lock_ids().contains(&stale), "nothing removed: {out:?}");
     assert_eq!(out.code, 1, "{out:?}");
     assert!(
@@ -349,7 +366,7 @@ fn more_than_100000_entries_in_locks_are_refused_and_nothing_is_removed() {
 }
 
 /// The only key file of the repository directory `path`: its name and JSON.
-fn only_key(path: &std::path::Path) -> (String, Value) {
+fn only_key(path: &Path) -> (String, Value) {
     let entries: Vec<_> = fs::read_dir(path.join("keys"))
         .expect("keys/")
         .filter_map(Result::ok)
@@ -363,7 +380,7 @@ fn only_key(path: &std::path::Path) -> (String, Value) {
 
 /// Replaces key file `old` of `path` by `key`, stored under the SHA-256 of
 /// its bytes as restic names key files.
-fn replace_key(path: &std::path::Path, old: &str, key: &Value) -> String {
+fn replace_key(path: &Path, old: &str, key: &Value) -> String {
     let bytes = key.to_string().into_bytes();
     let name = hex::encode(Sha256::digest(&bytes));
     fs::remove_file(path.join("keys").join(old)).expect("remove the old key");
@@ -406,20 +423,12 @@ fn ruinous_or_garbage_key_files_are_not_usable_and_an_empty_password_is_refused(
 
     let wrong = repo.dir.path().join("wrong-password");
     fs::write(&wrong, "not the password").expect("write");
-    let out = finish_guarded(
-        lockwarden_tests::lockwarden(&repo.dir.path().join("cache"))
-            .args(["check", "-r", &repo.location, "-p"])
-            .arg(&wrong),
-    );
+    let out = check_with_password_file(&repo, &wrong);
     assert_eq!(out.code, 12, "a wrong password stays exit 12: {out:?}");
 
     let empty = repo.dir.path().join("empty-password");
     fs::write(&empty, "\n").expect("write");
-    let out = finish_guarded(
-        lockwarden_tests::lockwarden(&repo.dir.path().join("cache"))
-            .args(["check", "-r", &repo.location, "-p"])
-            .arg(&empty),
-    );
+    let out = check_with_password_file(&repo, &empty);
     out.assert_exit(2, "empty");
 }
 
@@ -479,11 +488,7 @@ fn after_a_failed_removal_the_summary_counts_only_what_was_removed() {
             Reply::Default
         }
     });
-    let mut command = lockwarden_tests::lockwarden(&repo.dir.path().join("cache"));
-    command
-        .args(["unlock", "-r", &server.location, "-p"])
-        .arg(repo.password_file());
-    let out = finish_guarded(&mut command);
+    let out = unlock_over(&repo, &server);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(repo.lock_ids(), ids(&[&refused]), "{out:?}");
     assert!(!repo.lock_ids().contains(&removable));
