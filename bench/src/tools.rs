@@ -279,8 +279,41 @@ pub fn periodic_round(n: usize) -> Round {
         restic_cpu += run.cpu;
         restic_wall += run.wall;
     }
+    let (watch_cpu, watch_busy) = watch_second_round(work, &repos, &pw);
+    Round {
+        repositories: n,
+        restic_cpu,
+        restic_wall,
+        watch_cpu,
+        watch_busy,
+    }
+}
 
+/// Runs `lockwarden watch` over `repos` (password in `pw`, files in `work`)
+/// and measures its second round: (CPU seconds, sum of check durations).
+fn watch_second_round(work: &Path, repos: &[PathBuf], pw: &Path) -> (f64, f64) {
     let addr = format!("127.0.0.1:{}", free_port());
+    let config_file = work.join("watch.toml");
+    std::fs::write(&config_file, watch_config(&addr, work, repos, pw)).expect("config");
+    let mut child = lockwarden(&work.join("lw-cache"))
+        .args(["watch", "--config"])
+        .arg(&config_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("watch");
+    let busy1 = wait_for_round(&addr, repos.len(), 1);
+    let cpu1 = cpu_seconds(child.id());
+    let busy2 = wait_for_round(&addr, repos.len(), 2);
+    let cpu2 = cpu_seconds(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    (cpu2 - cpu1, busy2 - busy1)
+}
+
+/// A watch configuration serving metrics on `addr`, with its state in
+/// `work`, checking each of `repos` (password in `pw`) every 40 s.
+fn watch_config(addr: &str, work: &Path, repos: &[PathBuf], pw: &Path) -> String {
     let mut config = format!(
         "metrics_addr = \"{addr}\"\nstate_dir = \"{}\"\n",
         work.join("state").display()
@@ -292,42 +325,25 @@ pub fn periodic_round(n: usize) -> Round {
             pw.display()
         );
     }
-    let config_file = work.join("watch.toml");
-    std::fs::write(&config_file, config).expect("config");
-    let mut child = lockwarden(&work.join("lw-cache"))
-        .args(["watch", "--config"])
-        .arg(&config_file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("watch");
-    let wait_for = |round: u64| {
-        let deadline = Instant::now() + Duration::from_secs(300);
-        loop {
-            let text = metrics(&addr);
-            let (c, busy) = counts(&text);
-            if c.len() == n && c.iter().all(|x| *x >= round) {
-                return busy;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "watch did not finish round {round}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
+    config
+}
+
+/// Waits until the watch serving metrics on `addr` has checked each of its
+/// `repositories` at least `round` times; returns the sum of its check
+/// durations then.
+fn wait_for_round(addr: &str, repositories: usize, round: u64) -> f64 {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let text = metrics(addr);
+        let (c, busy) = counts(&text);
+        if c.len() == repositories && c.iter().all(|x| *x >= round) {
+            return busy;
         }
-    };
-    let busy1 = wait_for(1);
-    let cpu1 = cpu_seconds(child.id());
-    let busy2 = wait_for(2);
-    let cpu2 = cpu_seconds(child.id());
-    let _ = child.kill();
-    let _ = child.wait();
-    Round {
-        repositories: n,
-        restic_cpu,
-        restic_wall,
-        watch_cpu: cpu2 - cpu1,
-        watch_busy: busy2 - busy1,
+        assert!(
+            Instant::now() < deadline,
+            "watch did not finish round {round}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
