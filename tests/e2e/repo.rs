@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use lockwarden_tests::adversary::{entry, ids, this_hostname};
+use lockwarden_tests::adversary::{entry, ids, problem, this_hostname};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, REST_PASS, RestServer, TestRepo, free_port};
 use lockwarden_tests::{Finished, finish, lockwarden};
@@ -188,73 +188,78 @@ fn a_reused_pid_does_not_keep_a_lock_alive() {
     repo.assert_usable();
 }
 
+/// Lock files of a repository that are not locks it can read, one of each
+/// kind.
+struct Unreadable {
+    /// An empty file.
+    empty: String,
+    /// 200 bytes of noise.
+    corrupt: String,
+    /// A lock sealed with another repository's key.
+    foreign: String,
+    /// A valid lock stored under the wrong name.
+    misnamed: String,
+}
+
+impl Unreadable {
+    /// Writes one of each into `repo`.
+    fn write(repo: &TestRepo) -> Unreadable {
+        let writer = LockWriter::new(repo);
+        // Empty (never under e3b0c442..., the SHA-256 of nothing, which makes
+        // restic 0.14 panic).
+        let empty = "0e".repeat(32);
+        writer.write_named(&empty, b"");
+        let corrupt = writer.write_bytes(&[0x5a; 200]);
+        let stale = || LockSpec {
+            time: time_from_now(-40 * MINUTE),
+            hostname: "x",
+            pid: 1,
+            encoding: Encoding::Raw,
+            ..LockSpec::default()
+        };
+        let other = TestRepo::init_local();
+        let foreign = LockWriter::new(&other).write(stale());
+        let foreign_bytes = std::fs::read(other.path.join("locks").join(&foreign)).expect("read");
+        writer.write_named(&foreign, &foreign_bytes);
+        let misnamed = "ab".repeat(32);
+        let good = writer.write(stale());
+        let good_bytes = std::fs::read(repo.path.join("locks").join(&good)).expect("read");
+        std::fs::remove_file(repo.path.join("locks").join(&good)).expect("rm");
+        writer.write_named(&misnamed, &good_bytes);
+        Unreadable {
+            empty,
+            corrupt,
+            foreign,
+            misnamed,
+        }
+    }
+}
+
 #[test]
 fn unreadable_lock_files_are_reported_and_never_removed() {
     let repo = TestRepo::init_local();
-    let writer = LockWriter::new(&repo);
-    // Empty (never under e3b0c442..., the SHA-256 of nothing, which makes
-    // restic 0.14 panic).
-    let empty = "0e".repeat(32);
-    writer.write_named(&empty, b"");
-    let corrupt = writer.write_bytes(&[0x5a; 200]);
-    // A lock sealed with another repository's key.
-    let other = TestRepo::init_local();
-    let foreign_id = LockWriter::new(&other).write(LockSpec {
-        time: time_from_now(-40 * MINUTE),
-        hostname: "x",
-        pid: 1,
-        encoding: Encoding::Raw,
-        ..LockSpec::default()
-    });
-    let foreign_bytes = std::fs::read(other.path.join("locks").join(&foreign_id)).expect("read");
-    writer.write_named(&foreign_id, &foreign_bytes);
-    // A valid lock stored under the wrong name.
-    let misnamed = "ab".repeat(32);
-    let good = writer.write(LockSpec {
-        time: time_from_now(-40 * MINUTE),
-        hostname: "x",
-        pid: 1,
-        encoding: Encoding::Raw,
-        ..LockSpec::default()
-    });
-    let good_bytes = std::fs::read(repo.path.join("locks").join(&good)).expect("read");
-    std::fs::remove_file(repo.path.join("locks").join(&good)).expect("rm");
-    writer.write_named(&misnamed, &good_bytes);
+    let files = Unreadable::write(&repo);
 
     let (code, doc) = check_json(&repo);
     assert_eq!(code, 0, "nothing to remove: {doc:#}");
-    let problem = |id: &str| {
+    let kept_unreadable = |id: &str| {
         let (action, rule, _) = verdict(&doc, id);
         assert_eq!(
             (action.as_str(), rule.as_str()),
             ("keep", "unreadable"),
             "{id}"
         );
-        doc["unreadable"]
-            .as_array()
-            .expect("unreadable")
-            .iter()
-            .find(|u| u["id"] == id)
-            .and_then(|u| u["problem"].as_str())
-            .expect("problem")
-            .to_owned()
+        problem(&doc, id)
     };
-    assert_eq!(problem(&empty), "empty file");
-    assert!(
-        problem(&corrupt).contains("MAC check failed"),
-        "{}",
-        problem(&corrupt)
-    );
-    assert!(
-        problem(&foreign_id).contains("MAC check failed"),
-        "{}",
-        problem(&foreign_id)
-    );
-    assert!(
-        problem(&misnamed).contains("does not match its name"),
-        "{}",
-        problem(&misnamed)
-    );
+    assert_eq!(kept_unreadable(&files.empty), "empty file");
+    for (id, part) in [
+        (&files.corrupt, "MAC check failed"),
+        (&files.foreign, "MAC check failed"),
+        (&files.misnamed, "does not match its name"),
+    ] {
+        let problem = kept_unreadable(id);
+        assert!(problem.contains(part), "{problem}");
+    }
 
     let before = repo.lock_ids();
     let out = warden(&repo, "unlock", &[]);
