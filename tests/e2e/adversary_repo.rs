@@ -525,12 +525,7 @@ fn a_repository_path_that_is_a_regular_file_exits_10() {
     let file = repo.dir.path().join("not-a-repository");
     fs::write(&file, "just a file").expect("write");
     let out = warden_at(&repo, &file, "check", &[]);
-    assert_eq!(out.code, 10, "{out:?}");
-    assert!(
-        out.stderr.contains("no restic repository at"),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(10, "no restic repository at");
 }
 
 /// Item 14: `policy eval` of a request that is not UTF-8 says the request is

@@ -47,21 +47,10 @@ fn repo_with_stale_lock() -> (TestRepo, String) {
     (repo, id)
 }
 
-#[test]
-fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let registry = Registry::start(dir.path());
-    let docker = dir.path().join("docker");
-    let default = guest("default");
-    let reference = format!("oci://{}/lockwarden/default:0.1.0", registry.host);
-    let out = push(&default, &reference, &docker);
-    assert_eq!(out.code, 0, "{out:?}");
-    let pinned = out.stdout.trim().to_owned();
-    let (manifest, manifest_digest) = registry.manifest("lockwarden/default", "0.1.0");
-    assert_eq!(pinned, format!("{reference}@{manifest_digest}"));
-
-    // The layout wkg, wasmCloud and Spin read: a wasm config and one
-    // application/wasm layer holding exactly the component.
+/// `manifest` of `lockwarden/default` in `registry` is in the layout wkg,
+/// wasmCloud and Spin read: a wasm config and one application/wasm layer
+/// holding exactly the component at `component`.
+fn assert_wasm_layout(registry: &Registry, manifest: &Value, component: &Path) {
     assert_eq!(
         manifest["config"]["mediaType"],
         "application/vnd.wasm.config.v0+json"
@@ -69,7 +58,7 @@ fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
     let layers = manifest["layers"].as_array().expect("layers");
     assert_eq!(layers.len(), 1, "{manifest:#}");
     assert_eq!(layers[0]["mediaType"], "application/wasm");
-    let component = std::fs::read(&default).expect("read the component");
+    let component = std::fs::read(component).expect("read the component");
     assert_eq!(layers[0]["digest"], digest(&component));
     let config: Value = serde_json::from_slice(
         &registry.blob(
@@ -86,6 +75,22 @@ fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
         manifest["annotations"]["org.opencontainers.image.title"],
         "lockwarden-default"
     );
+}
+
+#[test]
+fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = Registry::start(dir.path());
+    let docker = dir.path().join("docker");
+    let default = guest("default");
+    let reference = format!("oci://{}/lockwarden/default:0.1.0", registry.host);
+    let out = push(&default, &reference, &docker);
+    assert_eq!(out.code, 0, "{out:?}");
+    let pinned = out.stdout.trim().to_owned();
+    let (manifest, manifest_digest) = registry.manifest("lockwarden/default", "0.1.0");
+    assert_eq!(pinned, format!("{reference}@{manifest_digest}"));
+
+    assert_wasm_layout(&registry, &manifest, &default);
 
     let (repo, stale) = repo_with_stale_lock();
     let out = check_with(&repo, &pinned, &docker);
@@ -109,12 +114,7 @@ fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
             .args(["--insecure-registry", "--policy", &reference])
             .env("DOCKER_CONFIG", &docker),
     );
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(
-        out.stderr.contains("cannot reach registry"),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(1, "cannot reach registry");
     assert!(repo.lock_ids().contains(&stale), "nothing may be removed");
 }
 
@@ -153,12 +153,7 @@ fn a_tampered_layer_is_refused_and_nothing_runs() {
         digest(b"other")
     );
     let out = check_with(&repo, &unknown, &docker);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(
-        out.stderr.contains("does not exist in the registry"),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(1, "does not exist in the registry");
 }
 
 #[test]
@@ -268,10 +263,5 @@ fn plain_http_only_on_loopback_and_only_when_asked() {
         repo.lockwarden("check")
             .args(["--policy", "oci://ghcr.io/org/p"]),
     );
-    assert_eq!(out.code, 2, "{out:?}");
-    assert!(
-        out.stderr.contains("neither a tag nor a digest"),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(2, "neither a tag nor a digest");
 }

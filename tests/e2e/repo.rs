@@ -315,12 +315,7 @@ fn a_missing_repository_exits_10() {
                 .arg("-p")
                 .arg(dir.path().join("pw")),
         );
-        assert_eq!(out.code, 10, "{out:?}");
-        assert!(
-            out.stderr.contains("no restic repository at"),
-            "{}",
-            out.stderr
-        );
+        out.assert_exit(10, "no restic repository at");
         assert!(
             out.stderr.contains("restic init"),
             "says what to do: {}",
@@ -332,12 +327,7 @@ fn a_missing_repository_exits_10() {
             .arg("check")
             .env_remove("RESTIC_REPOSITORY"),
     );
-    assert_eq!(usage.code, 2, "{usage:?}");
-    assert!(
-        usage.stderr.contains("no repository given"),
-        "{}",
-        usage.stderr
-    );
+    usage.assert_exit(2, "no repository given");
 }
 
 #[test]
@@ -499,12 +489,7 @@ fn other_backends_are_read_through_restic_and_unlock_refuses_there() {
     assert_eq!(doc["repository"]["backend"], "rclone");
     assert_eq!(verdict(&doc, &stale).1, "expired");
     let out = warden(&repo, "unlock", &[]);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(
-        out.stderr.contains("only in local and rest: repositories"),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(1, "only in local and rest: repositories");
     assert!(repo.lock_ids().contains(&stale), "nothing removed");
     let dry = warden(&repo, "unlock", &["--dry-run"]);
     assert_eq!(dry.code, 0, "{dry:?}");
