@@ -278,23 +278,30 @@ fn oversized_lock_files_are_unreadable_with_their_real_size() {
 #[test]
 fn oversized_key_config_and_rest_listing_are_refused() {
     let repo = TestRepo::init_local();
-    let writer = LockWriter::new(&repo);
+    an_oversized_key_file_is_not_used(&repo);
+    an_oversized_config_is_refused(&repo);
+    an_oversized_rest_listing_is_refused(&repo);
+}
 
-    // A key file padded past 64 KiB, the only key of a copy.
-    let padded_key = copy_repo(&repo, "padded-key");
+/// A key file padded past 64 KiB, the only key of a copy of `repo`.
+fn an_oversized_key_file_is_not_used(repo: &TestRepo) {
+    let padded_key = copy_repo(repo, "padded-key");
     let stale = stale_lock(&LockWriter::for_dir(&padded_key, PASSWORD), 15);
     let (key_name, mut key) = only_key(&padded_key);
     key["padding"] = json!("k".repeat(70 * 1024));
     replace_key(&padded_key, &key_name, &key);
-    let out = warden_at(&repo, &padded_key, "unlock", &[]);
+    let out = warden_at(repo, &padded_key, "unlock", &[]);
     assert!(
         padded_key.join("locks").join(&stale).exists(),
         "nothing removed: {out:?}"
     );
     out.assert_exit(1, "no usable key file");
+}
 
-    // A config padded past 64 KiB, sealed with the real master key.
-    let padded_config = copy_repo(&repo, "padded-config");
+/// A config padded past 64 KiB, sealed with the real master key, in a copy
+/// of `repo`.
+fn an_oversized_config_is_refused(repo: &TestRepo) {
+    let padded_config = copy_repo(repo, "padded-config");
     let stale = stale_lock(&LockWriter::for_dir(&padded_config, PASSWORD), 16);
     let (_, key) = only_key(&padded_config);
     let master = lockwarden::repo::keys::open(key.to_string().as_bytes(), PASSWORD.as_bytes())
@@ -304,7 +311,7 @@ fn oversized_key_config_and_rest_listing_are_refused() {
     config["padding"] = json!("c".repeat(70 * 1024));
     let sealed = master.seal(config.to_string().as_bytes(), [7; 16]);
     fs::write(padded_config.join("config"), sealed).expect("write config");
-    let out = warden_at(&repo, &padded_config, "unlock", &[]);
+    let out = warden_at(repo, &padded_config, "unlock", &[]);
     assert!(
         padded_config.join("locks").join(&stale).exists(),
         "nothing removed: {out:?}"
@@ -314,10 +321,12 @@ fn oversized_key_config_and_rest_listing_are_refused() {
         "an oversized config is an error: {out:?}"
     );
     assert!(out.stderr.contains("config"), "{}", out.stderr);
+}
 
-    // A REST listing of locks/ past 16 MiB: one real stale lock, then
-    // whitespace (valid JSON all the same).
-    let stale = stale_lock(&writer, 17);
+/// A REST listing of `repo`'s locks/ past 16 MiB: one real stale lock, then
+/// whitespace (valid JSON all the same).
+fn an_oversized_rest_listing_is_refused(repo: &TestRepo) {
+    let stale = stale_lock(&LockWriter::new(repo), 17);
     let listed = stale.clone();
     let server = FakeRest::start(&repo.path, move |method, path| {
         if method == "GET" && path == "locks/" {
@@ -329,7 +338,7 @@ fn oversized_key_config_and_rest_listing_are_refused() {
             Reply::Default
         }
     });
-    let out = unlock_over(&repo, &server);
+    let out = unlock_over(repo, &server);
     assert!(repo.lock_ids().contains(&stale), "nothing removed: {out:?}");
     assert_eq!(out.code, 1, "{out:?}");
     assert!(
