@@ -7,7 +7,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
-use lockwarden_tests::registry::{REGISTRY_PASS, REGISTRY_USER, Registry, digest};
+use lockwarden_tests::registry::{REGISTRY_PASS, REGISTRY_USER, RawArtifact, Registry, digest};
 use lockwarden_tests::restic::TestRepo;
 use lockwarden_tests::{Finished, finish, guest, lockwarden};
 use serde_json::Value;
@@ -163,31 +163,42 @@ fn artifacts_that_are_not_components_are_refused() {
     let docker = dir.path().join("docker");
     let (repo, stale) = repo_with_stale_lock();
     let core_module = b"\0asm\x01\0\0\0";
+    let wasm_config = "application/vnd.wasm.config.v0+json";
     let cases = [
         (
-            "core",
-            "application/vnd.wasm.config.v0+json",
-            "application/wasm",
-            &core_module[..],
+            RawArtifact {
+                repository: "lockwarden/odd",
+                tag: "core",
+                config_type: wasm_config,
+                layer_type: "application/wasm",
+                layer: &core_module[..],
+            },
             "core WebAssembly module",
         ),
         (
-            "image",
-            "application/vnd.oci.image.config.v1+json",
-            "application/vnd.oci.image.layer.v1.tar+gzip",
-            b"not wasm",
+            RawArtifact {
+                repository: "lockwarden/odd",
+                tag: "image",
+                config_type: "application/vnd.oci.image.config.v1+json",
+                layer_type: "application/vnd.oci.image.layer.v1.tar+gzip",
+                layer: b"not wasm",
+            },
             "is not a WebAssembly component artifact",
         ),
         (
-            "json",
-            "application/vnd.wasm.config.v0+json",
-            "application/wasm",
-            b"{}",
+            RawArtifact {
+                repository: "lockwarden/odd",
+                tag: "json",
+                config_type: wasm_config,
+                layer_type: "application/wasm",
+                layer: b"{}",
+            },
             "magic number",
         ),
     ];
-    for (tag, config_type, layer_type, layer, says) in cases {
-        registry.push_raw("lockwarden/odd", tag, config_type, layer_type, layer);
+    for (artifact, says) in cases {
+        registry.push_raw(&artifact);
+        let tag = artifact.tag;
         let reference = format!("oci://{}/lockwarden/odd:{tag}", registry.host);
         let out = check_with(&repo, &reference, &docker);
         assert_eq!(out.code, 1, "{tag}: {out:?}");
