@@ -110,16 +110,6 @@ struct Target {
     met: bool,
 }
 
-impl Target {
-    fn new(name: impl Into<String>, measured: String, met: bool) -> Target {
-        Target {
-            name: name.into(),
-            measured,
-            met,
-        }
-    }
-}
-
 /// Writes both files.
 pub fn write(r: &Results) {
     let (md, json) = render(r, &machine());
@@ -185,11 +175,11 @@ fn policy_evaluation(w: &mut String, evaluation: &[Evaluation], targets: &mut Ve
             short(e.wasm.median * 1e6 / e.locks as f64)
         );
         if e.locks == 10_000 {
-            targets.push(Target::new(
-                "policy evaluation, 10,000 locks: wasm ≤ 2x native",
-                format!("{}x", short(ratio)),
-                ratio <= 2.0,
-            ));
+            targets.push(Target {
+                name: "policy evaluation, 10,000 locks: wasm ≤ 2x native".into(),
+                measured: format!("{}x", short(ratio)),
+                met: ratio <= 2.0,
+            });
         }
     }
 }
@@ -208,16 +198,16 @@ fn plugin_start(w: &mut String, s: &Start, targets: &mut Vec<Target>) {
         s.instantiate_evaluate_one.show(1e6, "µs"),
         s.instantiate_evaluate_one.n
     );
-    targets.push(Target::new(
-        "plugin start: cached load ≤ 1 ms",
-        format!("{} ms", short(s.cached_load.median * 1e3)),
-        s.cached_load.median <= 1e-3,
-    ));
-    targets.push(Target::new(
-        "plugin start: instantiate + evaluate one lock ≤ 50 µs",
-        format!("{} µs", short(s.instantiate_evaluate_one.median * 1e6)),
-        s.instantiate_evaluate_one.median <= 50e-6,
-    ));
+    targets.push(Target {
+        name: "plugin start: cached load ≤ 1 ms".into(),
+        measured: format!("{} ms", short(s.cached_load.median * 1e3)),
+        met: s.cached_load.median <= 1e-3,
+    });
+    targets.push(Target {
+        name: "plugin start: instantiate + evaluate one lock ≤ 50 µs".into(),
+        measured: format!("{} µs", short(s.instantiate_evaluate_one.median * 1e6)),
+        met: s.instantiate_evaluate_one.median <= 50e-6,
+    });
 }
 
 /// A tool's wall time and peak RSS, `median (p10..p90)` with units.
@@ -257,16 +247,16 @@ fn one_shot_unlock(w: &mut String, unlock: &[Pairs], targets: &mut Vec<Target>) 
             p.lockwarden.len()
         );
         let limit = if p.locks >= 10_000 { 0.8 } else { 1.0 };
-        targets.push(Target::new(
-            format!("one-shot unlock, {} locks: wall ≤ {limit}x restic", p.locks),
-            format!("{}x", short(wall.median)),
-            wall.median <= limit,
-        ));
-        targets.push(Target::new(
-            format!("one-shot unlock, {} locks: peak RSS ≤ 1.0x restic", p.locks),
-            format!("{}x", short(rss.median)),
-            rss.median <= 1.0,
-        ));
+        targets.push(Target {
+            name: format!("one-shot unlock, {} locks: wall ≤ {limit}x restic", p.locks),
+            measured: format!("{}x", short(wall.median)),
+            met: wall.median <= limit,
+        });
+        targets.push(Target {
+            name: format!("one-shot unlock, {} locks: peak RSS ≤ 1.0x restic", p.locks),
+            measured: format!("{}x", short(rss.median)),
+            met: rss.median <= 1.0,
+        });
     }
 }
 
@@ -295,11 +285,11 @@ fn periodic_round(w: &mut String, round: &Round, targets: &mut Vec<Target>) {
         short(round.restic_wall / round.watch_busy.max(1e-9)),
         n = round.repositories,
     );
-    targets.push(Target::new(
-        "periodic round over 100 repositories: ≥ 50x less CPU than restic unlock",
-        format!("{}x", short(cpu_ratio)),
-        cpu_ratio >= 50.0,
-    ));
+    targets.push(Target {
+        name: "periodic round over 100 repositories: ≥ 50x less CPU than restic unlock".into(),
+        measured: format!("{}x", short(cpu_ratio)),
+        met: cpu_ratio >= 50.0,
+    });
 }
 
 fn over_rest(w: &mut String, p: &Pairs) {

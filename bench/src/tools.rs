@@ -279,7 +279,7 @@ pub fn periodic_round(n: usize) -> Round {
         restic_cpu += run.cpu;
         restic_wall += run.wall;
     }
-    let (watch_cpu, watch_busy) = watch_second_round(work, &repos, &pw);
+    let (watch_cpu, watch_busy) = watch_second_round(&base, &repos);
     Round {
         repositories: n,
         restic_cpu,
@@ -289,12 +289,14 @@ pub fn periodic_round(n: usize) -> Round {
     }
 }
 
-/// Runs `lockwarden watch` over `repos` (password in `pw`, files in `work`)
-/// and measures its second round: (CPU seconds, sum of check durations).
-fn watch_second_round(work: &Path, repos: &[PathBuf], pw: &Path) -> (f64, f64) {
+/// Runs `lockwarden watch` over `repos`, copies of `base` (its password,
+/// its files beside it), and measures its second round: (CPU seconds, sum
+/// of check durations).
+fn watch_second_round(base: &TestRepo, repos: &[PathBuf]) -> (f64, f64) {
+    let work = base.dir.path();
     let addr = format!("127.0.0.1:{}", free_port());
     let config_file = work.join("watch.toml");
-    std::fs::write(&config_file, watch_config(&addr, work, repos, pw)).expect("config");
+    std::fs::write(&config_file, watch_config(&addr, base, repos)).expect("config");
     let mut child = lockwarden(&work.join("lw-cache"))
         .args(["watch", "--config"])
         .arg(&config_file)
@@ -302,21 +304,22 @@ fn watch_second_round(work: &Path, repos: &[PathBuf], pw: &Path) -> (f64, f64) {
         .stderr(Stdio::null())
         .spawn()
         .expect("watch");
-    let busy1 = wait_for_round(&addr, repos.len(), 1);
+    let busy1 = wait_for_round(&addr, repos, 1);
     let cpu1 = cpu_seconds(child.id());
-    let busy2 = wait_for_round(&addr, repos.len(), 2);
+    let busy2 = wait_for_round(&addr, repos, 2);
     let cpu2 = cpu_seconds(child.id());
     let _ = child.kill();
     let _ = child.wait();
     (cpu2 - cpu1, busy2 - busy1)
 }
 
-/// A watch configuration serving metrics on `addr`, with its state in
-/// `work`, checking each of `repos` (password in `pw`) every 40 s.
-fn watch_config(addr: &str, work: &Path, repos: &[PathBuf], pw: &Path) -> String {
+/// A watch configuration serving metrics on `addr`, with its state beside
+/// `base`, checking each of `repos` (`base`'s password) every 40 s.
+fn watch_config(addr: &str, base: &TestRepo, repos: &[PathBuf]) -> String {
+    let pw = base.password_file();
     let mut config = format!(
         "metrics_addr = \"{addr}\"\nstate_dir = \"{}\"\n",
-        work.join("state").display()
+        base.dir.path().join("state").display()
     );
     for (i, repo) in repos.iter().enumerate() {
         config += &format!(
@@ -328,15 +331,15 @@ fn watch_config(addr: &str, work: &Path, repos: &[PathBuf], pw: &Path) -> String
     config
 }
 
-/// Waits until the watch serving metrics on `addr` has checked each of its
-/// `repositories` at least `round` times; returns the sum of its check
-/// durations then.
-fn wait_for_round(addr: &str, repositories: usize, round: u64) -> f64 {
+/// Waits until the watch serving metrics on `addr` has checked each of
+/// `repos` at least `round` times; returns the sum of its check durations
+/// then.
+fn wait_for_round(addr: &str, repos: &[PathBuf], round: u64) -> f64 {
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let text = metrics(addr);
         let (c, busy) = counts(&text);
-        if c.len() == repositories && c.iter().all(|x| *x >= round) {
+        if c.len() == repos.len() && c.iter().all(|x| *x >= round) {
             return busy;
         }
         assert!(
