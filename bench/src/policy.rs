@@ -27,6 +27,26 @@ struct Spec {
     local: bool,
 }
 
+/// The lock a [`Spec`] describes, as `$lock`: the host's contract type and
+/// the policy's native type have the same fields, and both requests must
+/// hold the same locks.
+macro_rules! lock {
+    ($lock:path, $spec:expr) => {{
+        let s: &Spec = $spec;
+        $lock {
+            id: s.id.clone(),
+            time: s.time,
+            exclusive: false,
+            hostname: s.hostname.clone(),
+            username: "root".into(),
+            pid: s.pid,
+            uid: 0,
+            gid: 0,
+            first_seen: None,
+        }
+    }};
+}
+
 fn specs(n: usize) -> Vec<Spec> {
     (0..n)
         .map(|i| {
@@ -63,17 +83,7 @@ fn host_request(specs: &[Spec]) -> (EvaluateRequest, Recorded) {
                 process,
                 Liveness::Unknown("no inventory".into()),
             );
-            contract::Lock {
-                id: s.id.clone(),
-                time: s.time,
-                exclusive: false,
-                hostname: s.hostname.clone(),
-                username: "root".into(),
-                pid: s.pid,
-                uid: 0,
-                gid: 0,
-                first_seen: None,
-            }
+            lock!(contract::Lock, s)
         })
         .collect();
     let request = EvaluateRequest {
@@ -122,17 +132,7 @@ fn native_request(specs: &[Spec]) -> (Vec<native::Lock>, NativeFacts) {
                     native::Liveness::Dead("no such process".into()),
                 );
             }
-            native::Lock {
-                id: s.id.clone(),
-                time: s.time,
-                exclusive: false,
-                hostname: s.hostname.clone(),
-                username: "root".into(),
-                pid: s.pid,
-                uid: 0,
-                gid: 0,
-                first_seen: None,
-            }
+            lock!(native::Lock, s)
         })
         .collect();
     (locks, NativeFacts { process })

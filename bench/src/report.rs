@@ -102,25 +102,58 @@ fn pairs_json(p: &Pairs) -> Value {
     })
 }
 
+/// One line of the Targets table: what was promised, what was measured, and
+/// whether the measurement keeps the promise.
+struct Target {
+    name: String,
+    measured: String,
+    met: bool,
+}
+
 /// Writes both files.
 pub fn write(r: &Results) {
+    let (md, json) = render(r, &machine());
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    std::fs::create_dir_all(format!("{root}/target/bench")).expect("target/bench");
+    std::fs::write(
+        format!("{root}/target/bench/results.json"),
+        serde_json::to_string_pretty(&json).expect("json"),
+    )
+    .expect("write results.json");
+    std::fs::write(format!("{root}/BENCHMARKS.md"), md).expect("write BENCHMARKS.md");
+}
+
+/// BENCHMARKS.md and results.json of `r`, measured on `machine`.
+fn render(r: &Results, machine: &[(String, String)]) -> (String, Value) {
     let mut md = String::new();
-    let mut targets: Vec<(String, String, bool)> = Vec::new();
-    let w = &mut md;
+    let mut targets = Vec::new();
+    intro(&mut md, r.seconds, machine);
+    policy_evaluation(&mut md, &r.evaluation, &mut targets);
+    plugin_start(&mut md, &r.start, &mut targets);
+    one_shot_unlock(&mut md, &r.unlock, &mut targets);
+    periodic_round(&mut md, &r.round, &mut targets);
+    over_rest(&mut md, &r.rest);
+    second_host(&mut md, &r.hosts);
+    targets_table(&mut md, &targets);
+    let _ = writeln!(md, "\n{ANALYSIS}");
+    (md, results_json(r, machine, &targets))
+}
+
+fn intro(w: &mut String, seconds: f64, machine: &[(String, String)]) {
     let _ = writeln!(w, "# Benchmarks\n");
     let _ = writeln!(
         w,
-        "Written by `make bench` (bench/) in one run of {:.0} s. Every ratio compares two \
+        "Written by `make bench` (bench/) in one run of {seconds:.0} s. Every ratio compares two \
          things measured in that same run, alternating where they are commands, because these \
          machines are shared and absolute times drift. Medians with the 10th..90th percentile.\n",
-        r.seconds
     );
     let _ = writeln!(w, "## Machine\n\n| | |\n|---|---|");
-    for (k, v) in machine() {
+    for (k, v) in machine {
         let _ = writeln!(w, "| {k} | {v} |");
     }
+}
 
-    // Policy evaluation.
+fn policy_evaluation(w: &mut String, evaluation: &[Evaluation], targets: &mut Vec<Target>) {
     let _ = writeln!(
         w,
         "\n## Policy evaluation: component versus native\n\nThe default policy on one request, \
@@ -130,7 +163,7 @@ pub fn write(r: &Results) {
          verdicts, checked before timing.\n\n| locks | component | native | wasm/native | \
          component per lock |\n|---|---|---|---|---|"
     );
-    for e in &r.evaluation {
+    for e in evaluation {
         let ratio = e.wasm.median / e.native.median;
         let _ = writeln!(
             w,
@@ -142,16 +175,16 @@ pub fn write(r: &Results) {
             short(e.wasm.median * 1e6 / e.locks as f64)
         );
         if e.locks == 10_000 {
-            targets.push((
-                "policy evaluation, 10,000 locks: wasm ≤ 2x native".into(),
-                format!("{}x", short(ratio)),
-                ratio <= 2.0,
-            ));
+            targets.push(Target {
+                name: "policy evaluation, 10,000 locks: wasm ≤ 2x native".into(),
+                measured: format!("{}x", short(ratio)),
+                met: ratio <= 2.0,
+            });
         }
     }
+}
 
-    // Plugin start.
-    let s = &r.start;
+fn plugin_start(w: &mut String, s: &Start, targets: &mut Vec<Target>) {
     let _ = writeln!(
         w,
         "\n## Plugin start\n\n| step | median (p10..p90) | runs |\n|---|---|---|\n\
@@ -165,18 +198,27 @@ pub fn write(r: &Results) {
         s.instantiate_evaluate_one.show(1e6, "µs"),
         s.instantiate_evaluate_one.n
     );
-    targets.push((
-        "plugin start: cached load ≤ 1 ms".into(),
-        format!("{} ms", short(s.cached_load.median * 1e3)),
-        s.cached_load.median <= 1e-3,
-    ));
-    targets.push((
-        "plugin start: instantiate + evaluate one lock ≤ 50 µs".into(),
-        format!("{} µs", short(s.instantiate_evaluate_one.median * 1e6)),
-        s.instantiate_evaluate_one.median <= 50e-6,
-    ));
+    targets.push(Target {
+        name: "plugin start: cached load ≤ 1 ms".into(),
+        measured: format!("{} ms", short(s.cached_load.median * 1e3)),
+        met: s.cached_load.median <= 1e-3,
+    });
+    targets.push(Target {
+        name: "plugin start: instantiate + evaluate one lock ≤ 50 µs".into(),
+        measured: format!("{} µs", short(s.instantiate_evaluate_one.median * 1e6)),
+        met: s.instantiate_evaluate_one.median <= 50e-6,
+    });
+}
 
-    // One-shot unlock.
+/// A tool's wall time and peak RSS, `median (p10..p90)` with units.
+fn wall_and_rss(runs: &[Run]) -> (String, String) {
+    (
+        Pairs::of(runs, |x| x.wall).show(1.0, "s"),
+        Pairs::of(runs, |x| x.rss_kib).show(1.0 / 1024.0, "MiB"),
+    )
+}
+
+fn one_shot_unlock(w: &mut String, unlock: &[Pairs], targets: &mut Vec<Target>) {
     let _ = writeln!(
         w,
         "\n## One-shot unlock: `lockwarden unlock` versus `restic unlock`\n\nIdentical copies of \
@@ -186,89 +228,90 @@ pub fn write(r: &Results) {
          first. Wall time and peak RSS from GNU time.\n\n| locks | lockwarden wall | restic wall \
          | wall ratio | lockwarden RSS | restic RSS | RSS ratio | pairs |\n|---|---|---|---|---|---|---|---|"
     );
-    for p in &r.unlock {
+    for p in unlock {
         let wall = p.ratio(|x| x.wall);
         let rss = p.ratio(|x| x.rss_kib);
+        let (lockwarden_wall, lockwarden_rss) = wall_and_rss(&p.lockwarden);
+        let (restic_wall, restic_rss) = wall_and_rss(&p.restic);
         let _ = writeln!(
             w,
-            "| {} | {} | {} | {}x ({}..{}) | {} | {} | {}x ({}..{}) | {} |",
+            "| {} | {lockwarden_wall} | {restic_wall} | {}x ({}..{}) \
+             | {lockwarden_rss} | {restic_rss} | {}x ({}..{}) | {} |",
             p.locks,
-            Pairs::of(&p.lockwarden, |x| x.wall).show(1.0, "s"),
-            Pairs::of(&p.restic, |x| x.wall).show(1.0, "s"),
             short(wall.median),
             short(wall.p10),
             short(wall.p90),
-            Pairs::of(&p.lockwarden, |x| x.rss_kib).show(1.0 / 1024.0, "MiB"),
-            Pairs::of(&p.restic, |x| x.rss_kib).show(1.0 / 1024.0, "MiB"),
             short(rss.median),
             short(rss.p10),
             short(rss.p90),
             p.lockwarden.len()
         );
         let limit = if p.locks >= 10_000 { 0.8 } else { 1.0 };
-        targets.push((
-            format!("one-shot unlock, {} locks: wall ≤ {limit}x restic", p.locks),
-            format!("{}x", short(wall.median)),
-            wall.median <= limit,
-        ));
-        targets.push((
-            format!("one-shot unlock, {} locks: peak RSS ≤ 1.0x restic", p.locks),
-            format!("{}x", short(rss.median)),
-            rss.median <= 1.0,
-        ));
+        targets.push(Target {
+            name: format!("one-shot unlock, {} locks: wall ≤ {limit}x restic", p.locks),
+            measured: format!("{}x", short(wall.median)),
+            met: wall.median <= limit,
+        });
+        targets.push(Target {
+            name: format!("one-shot unlock, {} locks: peak RSS ≤ 1.0x restic", p.locks),
+            measured: format!("{}x", short(rss.median)),
+            met: rss.median <= 1.0,
+        });
     }
+}
 
-    // Periodic round.
-    let round = &r.round;
-    let cpu_ratio = round.restic_cpu / round.watch_cpu.max(1e-9);
+/// How many times more CPU `restic unlock` spent on a round than `watch`.
+fn cpu_ratio(round: &Round) -> f64 {
+    round.restic_cpu / round.watch_cpu.max(1e-9)
+}
+
+fn periodic_round(w: &mut String, round: &Round, targets: &mut Vec<Target>) {
+    let cpu_ratio = cpu_ratio(round);
     let _ = writeln!(
         w,
-        "\n## Periodic checks: one round over {} repositories\n\nWhat Velero does every 5 \
-         minutes: `restic unlock` once per repository ({} runs back to back), versus one \
-         `lockwarden watch` process checking the same {} repositories (each with one fresh \
+        "\n## Periodic checks: one round over {n} repositories\n\nWhat Velero does every 5 \
+         minutes: `restic unlock` once per repository ({n} runs back to back), versus one \
+         `lockwarden watch` process checking the same {n} repositories (each with one fresh \
          lock) whose keys are already in memory: its second round, CPU time from /proc between \
          the end of round one and the end of round two (idle time between rounds included).\n\n\
-         | | CPU | wall |\n|---|---|---|\n| {} × `restic unlock` | {} s | {} s |\n\
+         | | CPU | wall |\n|---|---|---|\n| {n} × `restic unlock` | {} s | {} s |\n\
          | `lockwarden watch`, one round | {} s | {} s of checks (sum of check durations) |\n\
          | restic / lockwarden | **{}x less CPU** | {}x |",
-        round.repositories,
-        round.repositories,
-        round.repositories,
-        round.repositories,
         short(round.restic_cpu),
         short(round.restic_wall),
         short(round.watch_cpu),
         short(round.watch_busy),
         short(cpu_ratio),
-        short(round.restic_wall / round.watch_busy.max(1e-9))
+        short(round.restic_wall / round.watch_busy.max(1e-9)),
+        n = round.repositories,
     );
-    targets.push((
-        "periodic round over 100 repositories: ≥ 50x less CPU than restic unlock".into(),
-        format!("{}x", short(cpu_ratio)),
-        cpu_ratio >= 50.0,
-    ));
+    targets.push(Target {
+        name: "periodic round over 100 repositories: ≥ 50x less CPU than restic unlock".into(),
+        measured: format!("{}x", short(cpu_ratio)),
+        met: cpu_ratio >= 50.0,
+    });
+}
 
-    // REST.
-    let p = &r.rest;
+fn over_rest(w: &mut String, p: &Pairs) {
     let wall = p.ratio(|x| x.wall);
+    let (lockwarden_wall, lockwarden_rss) = wall_and_rss(&p.lockwarden);
+    let (restic_wall, restic_rss) = wall_and_rss(&p.restic);
     let _ = writeln!(
         w,
         "\n## Over REST: {} locks behind `rclone serve restic` on 127.0.0.1\n\n`lockwarden check` \
          versus `restic unlock` on the same repository (every lock fresh, so neither removes \
-         anything), alternating.\n\n| | wall | peak RSS |\n|---|---|---|\n| lockwarden check | {} | {} |\n\
-         | restic unlock | {} | {} |\n| ratio | {}x ({}..{}) | {}x |",
+         anything), alternating.\n\n| | wall | peak RSS |\n|---|---|---|\n\
+         | lockwarden check | {lockwarden_wall} | {lockwarden_rss} |\n\
+         | restic unlock | {restic_wall} | {restic_rss} |\n| ratio | {}x ({}..{}) | {}x |",
         p.locks,
-        Pairs::of(&p.lockwarden, |x| x.wall).show(1.0, "s"),
-        Pairs::of(&p.lockwarden, |x| x.rss_kib).show(1.0 / 1024.0, "MiB"),
-        Pairs::of(&p.restic, |x| x.wall).show(1.0, "s"),
-        Pairs::of(&p.restic, |x| x.rss_kib).show(1.0 / 1024.0, "MiB"),
         short(wall.median),
         short(wall.p10),
         short(wall.p90),
         short(p.ratio(|x| x.rss_kib).median)
     );
+}
 
-    // Second host.
+fn second_host(w: &mut String, hosts: &[HostPair]) {
     let _ = writeln!(
         w,
         "\n## The same component in a second host: Node.js through jco\n\nThe default policy, \
@@ -283,7 +326,7 @@ pub fn write(r: &Results) {
          microseconds.\n\n| request | entries | wasmtime | \
          Node.js | Node.js/wasmtime |\n|---|---|---|---|---|"
     );
-    for h in &r.hosts {
+    for h in hosts {
         let _ = writeln!(
             w,
             "| `{}` | {} | {} | {} | {}x |",
@@ -294,16 +337,21 @@ pub fn write(r: &Results) {
             short(h.node.median / h.wasmtime.median)
         );
     }
+}
 
+fn targets_table(w: &mut String, targets: &[Target]) {
     let _ = writeln!(w, "\n## Targets\n\n| target | measured | |\n|---|---|---|");
-    for (name, measured, met) in &targets {
-        let _ = writeln!(w, "| {name} | {measured} | {} |", verdict(*met));
+    for t in targets {
+        let _ = writeln!(w, "| {} | {} | {} |", t.name, t.measured, verdict(t.met));
     }
-    let _ = writeln!(w, "\n{ANALYSIS}");
+}
 
-    let json = json!({
+fn results_json(r: &Results, machine: &[(String, String)], targets: &[Target]) -> Value {
+    let s = &r.start;
+    let round = &r.round;
+    json!({
         "seconds": r.seconds,
-        "machine": machine().into_iter().map(|(k, v)| (k, Value::String(v))).collect::<serde_json::Map<_, _>>(),
+        "machine": machine.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
         "policy_evaluation": r.evaluation.iter().map(|e| json!({
             "locks": e.locks, "wasm_s": e.wasm.json(), "native_s": e.native.json(),
             "ratio": e.wasm.median / e.native.median,
@@ -317,7 +365,7 @@ pub fn write(r: &Results) {
         "periodic_round": {
             "repositories": round.repositories, "restic_cpu_s": round.restic_cpu,
             "restic_wall_s": round.restic_wall, "watch_cpu_s": round.watch_cpu,
-            "watch_busy_s": round.watch_busy, "cpu_ratio": cpu_ratio,
+            "watch_busy_s": round.watch_busy, "cpu_ratio": cpu_ratio(round),
         },
         "rest": pairs_json(&r.rest),
         "second_host": r.hosts.iter().map(|h| json!({
@@ -325,14 +373,118 @@ pub fn write(r: &Results) {
             "wasmtime_s": h.wasmtime.json(), "node_s": h.node.json(),
             "ratio": h.node.median / h.wasmtime.median,
         })).collect::<Vec<_>>(),
-        "targets": targets.iter().map(|(n, m, ok)| json!({"target": n, "measured": m, "met": ok})).collect::<Vec<_>>(),
-    });
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    std::fs::create_dir_all(format!("{root}/target/bench")).expect("target/bench");
-    std::fs::write(
-        format!("{root}/target/bench/results.json"),
-        serde_json::to_string_pretty(&json).expect("json"),
-    )
-    .expect("write results.json");
-    std::fs::write(format!("{root}/BENCHMARKS.md"), md).expect("write BENCHMARKS.md");
+        "targets": targets.iter().map(|t| json!({"target": t.name, "measured": t.measured, "met": t.met})).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockwarden::stats::Summary;
+
+    fn summary(base: f64) -> Summary {
+        Summary::of(&[base * 0.9, base, base * 1.1, base * 1.3, base * 0.7])
+    }
+
+    fn runs(wall: f64, rss: f64, cpu: f64) -> Vec<Run> {
+        (0..3)
+            .map(|i| Run {
+                wall: wall + i as f64 * 0.01,
+                rss_kib: rss + i as f64 * 100.0,
+                cpu: cpu + i as f64 * 0.001,
+            })
+            .collect()
+    }
+
+    fn fixture() -> Results {
+        Results {
+            evaluation: [
+                (1, 12e-6, 3e-6),
+                (100, 0.4e-3, 0.2e-3),
+                (10_000, 31e-3, 17e-3),
+            ]
+            .into_iter()
+            .map(|(locks, wasm, native)| Evaluation {
+                locks,
+                wasm: summary(wasm),
+                native: summary(native),
+            })
+            .collect(),
+            start: Start {
+                first_load: summary(0.85),
+                cached_load: summary(0.7e-3),
+                instantiate_evaluate_one: summary(41e-6),
+            },
+            unlock: vec![
+                Pairs {
+                    locks: 1_000,
+                    lockwarden: runs(0.12, 21_000.0, 0.09),
+                    restic: runs(0.31, 45_000.0, 0.4),
+                },
+                Pairs {
+                    locks: 10_000,
+                    lockwarden: runs(0.9, 60_000.0, 0.8),
+                    restic: runs(1.4, 58_000.0, 2.1),
+                },
+            ],
+            round: Round {
+                repositories: 100,
+                restic_cpu: 12.5,
+                restic_wall: 9.75,
+                watch_cpu: 0.11,
+                watch_busy: 0.42,
+            },
+            rest: Pairs {
+                locks: 1_000,
+                lockwarden: runs(0.5, 30_000.0, 0.2),
+                restic: runs(0.8, 50_000.0, 0.6),
+            },
+            hosts: vec![
+                HostPair {
+                    request: "examples/request.json",
+                    entries: 6,
+                    wasmtime: summary(30e-6),
+                    node: summary(9e-3),
+                },
+                HostPair {
+                    request: "tests/conformance/32-thousands-of-locks.json",
+                    entries: 3000,
+                    wasmtime: summary(4e-3),
+                    node: summary(21e-3),
+                },
+            ],
+            seconds: 1234.5,
+        }
+    }
+
+    fn machine() -> Vec<(String, String)> {
+        [
+            ("CPU", "Test CPU, 2 cores"),
+            ("memory", "8 GiB"),
+            ("lockwarden", "0.1.0"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect()
+    }
+
+    /// The report of a fixed set of results, byte for byte. Regenerate the
+    /// files with `BLESS=1 cargo test -p lockwarden-bench` after a deliberate
+    /// change of the report, and read the diff.
+    #[test]
+    fn the_report_renders_as_recorded() {
+        let (md, json) = render(&fixture(), &machine());
+        let json = serde_json::to_string_pretty(&json).expect("json");
+        let md = md
+            .strip_suffix(&format!("\n{ANALYSIS}\n"))
+            .expect("the analysis closes the report");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/testdata");
+        if std::env::var_os("BLESS").is_some() {
+            std::fs::write(format!("{dir}/report.md"), md).expect("write report.md");
+            std::fs::write(format!("{dir}/report.json"), &json).expect("write report.json");
+            return;
+        }
+        assert_eq!(md, include_str!("testdata/report.md"));
+        assert_eq!(json, include_str!("testdata/report.json"));
+    }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::lockwarden_bin;
 use lockwarden_tests::restic::{RestServer, TestRepo, free_port};
 
@@ -94,25 +94,34 @@ fn lockwarden(cache: &Path) -> Command {
     c
 }
 
-/// Writes `n` locks from other hosts: even ones 40 minutes old (stale),
-/// odd ones 5 minutes old.
-fn fill(repo: &TestRepo, n: usize, all_fresh: bool) {
+/// How old the locks [`fill`] writes are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ages {
+    /// Even ones 40 minutes old (stale), odd ones 5 minutes old.
+    HalfStale,
+    /// All 5 minutes old.
+    AllFresh,
+}
+
+/// Writes `n` locks from other hosts, zstd-compressed, every tenth one
+/// exclusive, as old as `ages` says.
+fn fill(repo: &TestRepo, n: usize, ages: Ages) {
     let writer = LockWriter::new(repo);
     let old = time_from_now(-40 * 60);
     let young = time_from_now(-5 * 60);
     for i in 0..n {
-        let time = if i % 2 == 0 && !all_fresh {
+        let time = if i % 2 == 0 && ages == Ages::HalfStale {
             &old
         } else {
             &young
         };
-        writer.write(
-            time,
-            &format!("host-{}", i % 50),
-            1000 + i as i64,
-            i % 10 == 0,
-            Encoding::Zstd,
-        );
+        writer.write(LockSpec {
+            time: time.clone(),
+            hostname: &format!("host-{}", i % 50),
+            pid: 1000 + i as i64,
+            exclusive: i % 10 == 0,
+            encoding: Encoding::Zstd,
+        });
     }
 }
 
@@ -149,7 +158,7 @@ impl Pairs {
 /// first.
 pub fn one_shot_unlock(n: usize, reps: usize) -> Pairs {
     let base = TestRepo::init_local();
-    fill(&base, n, false);
+    fill(&base, n, Ages::HalfStale);
     let work = base.dir.path();
     let (pw, cache, lw_cache) = (
         base.password_file(),
@@ -250,7 +259,7 @@ fn cpu_seconds(pid: u32) -> f64 {
 /// process whose keys are already in memory (its second round).
 pub fn periodic_round(n: usize) -> Round {
     let base = TestRepo::init_local();
-    fill(&base, 1, true);
+    fill(&base, 1, Ages::AllFresh);
     let work = base.dir.path();
     let (pw, cache) = (base.password_file(), work.join("restic-cache"));
     let repos: Vec<PathBuf> = (0..n)
@@ -270,11 +279,47 @@ pub fn periodic_round(n: usize) -> Round {
         restic_cpu += run.cpu;
         restic_wall += run.wall;
     }
+    let (watch_cpu, watch_busy) = watch_second_round(&base, &repos);
+    Round {
+        repositories: n,
+        restic_cpu,
+        restic_wall,
+        watch_cpu,
+        watch_busy,
+    }
+}
 
+/// Runs `lockwarden watch` over `repos`, copies of `base` (its password,
+/// its files beside it), and measures its second round: (CPU seconds, sum
+/// of check durations).
+fn watch_second_round(base: &TestRepo, repos: &[PathBuf]) -> (f64, f64) {
+    let work = base.dir.path();
     let addr = format!("127.0.0.1:{}", free_port());
+    let config_file = work.join("watch.toml");
+    std::fs::write(&config_file, watch_config(&addr, base, repos)).expect("config");
+    let mut child = lockwarden(&work.join("lw-cache"))
+        .args(["watch", "--config"])
+        .arg(&config_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("watch");
+    let busy1 = wait_for_round(&addr, repos, 1);
+    let cpu1 = cpu_seconds(child.id());
+    let busy2 = wait_for_round(&addr, repos, 2);
+    let cpu2 = cpu_seconds(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    (cpu2 - cpu1, busy2 - busy1)
+}
+
+/// A watch configuration serving metrics on `addr`, with its state beside
+/// `base`, checking each of `repos` (`base`'s password) every 40 s.
+fn watch_config(addr: &str, base: &TestRepo, repos: &[PathBuf]) -> String {
+    let pw = base.password_file();
     let mut config = format!(
         "metrics_addr = \"{addr}\"\nstate_dir = \"{}\"\n",
-        work.join("state").display()
+        base.dir.path().join("state").display()
     );
     for (i, repo) in repos.iter().enumerate() {
         config += &format!(
@@ -283,42 +328,25 @@ pub fn periodic_round(n: usize) -> Round {
             pw.display()
         );
     }
-    let config_file = work.join("watch.toml");
-    std::fs::write(&config_file, config).expect("config");
-    let mut child = lockwarden(&work.join("lw-cache"))
-        .args(["watch", "--config"])
-        .arg(&config_file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("watch");
-    let wait_for = |round: u64| {
-        let deadline = Instant::now() + Duration::from_secs(300);
-        loop {
-            let text = metrics(&addr);
-            let (c, busy) = counts(&text);
-            if c.len() == n && c.iter().all(|x| *x >= round) {
-                return busy;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "watch did not finish round {round}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
+    config
+}
+
+/// Waits until the watch serving metrics on `addr` has checked each of
+/// `repos` at least `round` times; returns the sum of its check durations
+/// then.
+fn wait_for_round(addr: &str, repos: &[PathBuf], round: u64) -> f64 {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let text = metrics(addr);
+        let (c, busy) = counts(&text);
+        if c.len() == repos.len() && c.iter().all(|x| *x >= round) {
+            return busy;
         }
-    };
-    let busy1 = wait_for(1);
-    let cpu1 = cpu_seconds(child.id());
-    let busy2 = wait_for(2);
-    let cpu2 = cpu_seconds(child.id());
-    let _ = child.kill();
-    let _ = child.wait();
-    Round {
-        repositories: n,
-        restic_cpu,
-        restic_wall,
-        watch_cpu: cpu2 - cpu1,
-        watch_busy: busy2 - busy1,
+        assert!(
+            Instant::now() < deadline,
+            "watch did not finish round {round}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -328,7 +356,7 @@ pub fn over_rest(n: usize, reps: usize) -> Pairs {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = RestServer::start(&dir.path().join("served"));
     let repo = server.init_repo("repo");
-    fill(&repo, n, true);
+    fill(&repo, n, Ages::AllFresh);
     let work = repo.dir.path();
     let (pw, cache, lw_cache) = (
         repo.password_file(),

@@ -5,7 +5,7 @@
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -114,66 +114,110 @@ pub fn run(
         .map_err(CommandError::Spawn)?;
     let raw_group = i32::try_from(child.id()).unwrap_or(0);
     let _registered = Registered::new(raw_group);
-    let group = Pid::from_raw(raw_group);
-    let kill_group = move || {
-        if let Some(group) = group {
+    let group = ProcessGroup(Pid::from_raw(raw_group));
+    let stdout = read_stdout(child.stdout.take(), stdout_limit, group);
+    let stderr = read_stderr(child.stderr.take());
+    let Some(status) = wait_for_exit(&mut child, deadline, group)? else {
+        return Err(CommandError::TimedOut(timeout));
+    };
+    // The command is done; anything it left running in its group goes too,
+    // so that no background child keeps its output open.
+    group.kill();
+    let left = deadline.saturating_duration_since(Instant::now());
+    let stdout = stdout_of(stdout.recv_timeout(left.max(POLL)), timeout)?;
+    let stderr = stderr.recv_timeout(POLL * 20).unwrap_or_default();
+    Ok(Output {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
+/// The process group of a running command.
+#[derive(Clone, Copy)]
+struct ProcessGroup(Option<Pid>);
+
+impl ProcessGroup {
+    /// Kills every process in the group.
+    fn kill(self) {
+        if let Some(group) = self.0 {
             let _ = kill_process_group(group, Signal::KILL);
         }
-    };
-    let (stdout_tx, stdout_rx) = mpsc::channel();
-    if let Some(stdout) = child.stdout.take() {
+    }
+}
+
+/// Reads at most `limit` bytes of `stdout` on a thread of its own; the
+/// command's `group` is killed when it prints more or reading fails.
+fn read_stdout(
+    stdout: Option<ChildStdout>,
+    limit: u64,
+    group: ProcessGroup,
+) -> mpsc::Receiver<Result<Vec<u8>, ReadError>> {
+    let (tx, rx) = mpsc::channel();
+    if let Some(stdout) = stdout {
         std::thread::spawn(move || {
-            let read = read_bounded(stdout, stdout_limit);
+            let read = read_bounded(stdout, limit);
             if read.is_err() {
-                kill_group();
+                group.kill();
             }
-            let _ = stdout_tx.send(read);
+            let _ = tx.send(read);
         });
     }
-    let (stderr_tx, stderr_rx) = mpsc::channel();
-    if let Some(stderr) = child.stderr.take() {
+    rx
+}
+
+/// Keeps the first [`limits::COMMAND_STDERR`] bytes of `stderr`, read on a
+/// thread of its own.
+fn read_stderr(stderr: Option<ChildStderr>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    if let Some(mut stderr) = stderr {
         std::thread::spawn(move || {
-            let mut stderr = stderr;
             let mut kept = Vec::new();
             let _ = (&mut stderr)
                 .take(limits::COMMAND_STDERR)
                 .read_to_end(&mut kept);
             // Drain the rest, so the command never blocks on a full pipe.
             let _ = std::io::copy(&mut stderr, &mut std::io::sink());
-            let _ = stderr_tx.send(kept);
+            let _ = tx.send(kept);
         });
     }
-    let status = loop {
+    rx
+}
+
+/// Waits for `child` to exit until `deadline`; past it, kills `child` with
+/// its `group` and returns `None`.
+fn wait_for_exit(
+    child: &mut Child,
+    deadline: Instant,
+    group: ProcessGroup,
+) -> std::io::Result<Option<ExitStatus>> {
+    loop {
         if let Some(status) = child.try_wait()? {
-            break status;
+            return Ok(Some(status));
         }
         if Instant::now() >= deadline {
-            kill_group();
+            group.kill();
             let _ = child.kill();
             let _ = child.wait();
-            return Err(CommandError::TimedOut(timeout));
+            return Ok(None);
         }
         std::thread::sleep(POLL);
-    };
-    // The command is done; anything it left running in its group goes too,
-    // so that no background child keeps its output open.
-    kill_group();
-    let left = deadline.saturating_duration_since(Instant::now());
-    let stdout = match stdout_rx.recv_timeout(left.max(POLL)) {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(ReadError::TooLarge { limit, .. })) => {
-            return Err(CommandError::TooMuchOutput(limit));
-        }
-        Ok(Err(ReadError::Io(e))) => return Err(CommandError::Io(e)),
-        Ok(Err(other)) => return Err(CommandError::Io(std::io::Error::other(other.to_string()))),
-        Err(_) => return Err(CommandError::TimedOut(timeout)),
-    };
-    let stderr = stderr_rx.recv_timeout(POLL * 20).unwrap_or_default();
-    Ok(Output {
-        status,
-        stdout,
-        stderr,
-    })
+    }
+}
+
+/// The command's stdout, from what its reader sent (`received`); none by
+/// the deadline is a timeout after `timeout`.
+fn stdout_of(
+    received: Result<Result<Vec<u8>, ReadError>, mpsc::RecvTimeoutError>,
+    timeout: Duration,
+) -> Result<Vec<u8>, CommandError> {
+    match received {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(ReadError::TooLarge { limit, .. })) => Err(CommandError::TooMuchOutput(limit)),
+        Ok(Err(ReadError::Io(e))) => Err(CommandError::Io(e)),
+        Ok(Err(other)) => Err(CommandError::Io(std::io::Error::other(other.to_string()))),
+        Err(_) => Err(CommandError::TimedOut(timeout)),
+    }
 }
 
 /// A `sh -c COMMAND` command, as restic runs `--password-command`.

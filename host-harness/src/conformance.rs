@@ -181,113 +181,248 @@ pub fn observed_json(result: Result<Outcome, PluginError>) -> Result<Value, Plug
 
 fn check(expect: &Expect, observed: &Value) -> Vec<String> {
     let mut problems = Vec::new();
-    let text = |v: &Value, key: &str| v[key].as_str().unwrap_or_default().to_owned();
     if let Some(error) = &expect.error {
-        let got = &observed["error"];
-        if got.is_null() {
-            problems.push(format!(
-                "expected the policy to refuse with {}, but it answered",
-                error.kind
-            ));
-        } else if text(got, "kind") != error.kind || !text(got, "message").contains(&error.contains)
-        {
-            problems.push(format!(
-                "expected refusal {} containing {:?}, got {} {:?}",
-                error.kind,
-                error.contains,
-                text(got, "kind"),
-                text(got, "message")
-            ));
-        }
+        check_refusal(error, &observed["error"], &mut problems);
         return problems;
     }
     let Some(verdicts) = observed["verdicts"].as_array() else {
         return vec![format!("expected verdicts, got {observed}")];
     };
-    let compare = |expected: &ExpectedVerdict, got: &Value, problems: &mut Vec<String>| {
-        let reason = text(got, "reason");
-        if text(got, "action") != expected.action || text(got, "rule") != expected.rule {
-            problems.push(format!(
-                "lock {}: expected {} by {}, got {} by {} ({reason})",
-                expected.id,
-                expected.action,
-                expected.rule,
-                text(got, "action"),
-                text(got, "rule")
-            ));
-        }
-        for part in &expected.reason_contains {
-            if !reason.contains(part) {
-                problems.push(format!(
-                    "lock {}: reason {reason:?} does not contain {part:?}",
-                    expected.id
-                ));
-            }
-        }
-    };
     match &expect.counts {
-        None => {
-            if verdicts.len() != expect.verdicts.len() {
-                problems.push(format!(
-                    "expected {} verdicts, got {}",
-                    expect.verdicts.len(),
-                    verdicts.len()
-                ));
-            }
-            for (expected, got) in expect.verdicts.iter().zip(verdicts) {
-                if text(got, "id") != expected.id {
-                    problems.push(format!(
-                        "expected a verdict on {} here, got one on {}",
-                        expected.id,
-                        text(got, "id")
-                    ));
-                    continue;
-                }
-                compare(expected, got, &mut problems);
-            }
-        }
-        Some(counts) => {
-            let by_id: BTreeMap<String, &Value> =
-                verdicts.iter().map(|v| (text(v, "id"), v)).collect();
-            for expected in &expect.verdicts {
-                match by_id.get(&expected.id) {
-                    Some(got) => compare(expected, got, &mut problems),
-                    None => problems.push(format!("no verdict on {}", expected.id)),
-                }
-            }
-            let mut got_counts: BTreeMap<String, usize> = BTreeMap::new();
-            for v in verdicts {
-                *got_counts.entry(text(v, "rule")).or_default() += 1;
-            }
-            if &got_counts != counts {
-                problems.push(format!(
-                    "expected verdicts per rule {counts:?}, got {got_counts:?}"
-                ));
-            }
-        }
+        None => check_verdicts_in_order(&expect.verdicts, verdicts, &mut problems),
+        Some(counts) => check_verdicts_by_id(&expect.verdicts, counts, verdicts, &mut problems),
     }
     if let Some(logs) = &expect.logs {
-        let got = observed["logs"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        if got.len() != logs.len() {
-            problems.push(format!(
-                "expected {} log lines, got {}: {got:?}",
-                logs.len(),
-                got.len()
-            ));
-        }
-        for (expected, line) in logs.iter().zip(got) {
-            if text(line, "level") != expected.level
-                || !text(line, "message").contains(&expected.contains)
-            {
-                problems.push(format!(
-                    "expected a {} log containing {:?}, got {line}",
-                    expected.level, expected.contains
-                ));
-            }
-        }
+        check_logs(logs, &observed["logs"], &mut problems);
     }
     problems
+}
+
+/// The string at `key` of `v`, empty when there is none.
+fn text(v: &Value, key: &str) -> String {
+    v[key].as_str().unwrap_or_default().to_owned()
+}
+
+/// The policy must have refused with `expected`; `got` is the observed
+/// `error`.
+fn check_refusal(expected: &ExpectedError, got: &Value, problems: &mut Vec<String>) {
+    if got.is_null() {
+        problems.push(format!(
+            "expected the policy to refuse with {}, but it answered",
+            expected.kind
+        ));
+    } else if text(got, "kind") != expected.kind
+        || !text(got, "message").contains(&expected.contains)
+    {
+        problems.push(format!(
+            "expected refusal {} containing {:?}, got {} {:?}",
+            expected.kind,
+            expected.contains,
+            text(got, "kind"),
+            text(got, "message")
+        ));
+    }
+}
+
+/// Without `counts`: `expected` is every verdict, in order.
+fn check_verdicts_in_order(
+    expected: &[ExpectedVerdict],
+    verdicts: &[Value],
+    problems: &mut Vec<String>,
+) {
+    if verdicts.len() != expected.len() {
+        problems.push(format!(
+            "expected {} verdicts, got {}",
+            expected.len(),
+            verdicts.len()
+        ));
+    }
+    for (expected, got) in expected.iter().zip(verdicts) {
+        if text(got, "id") != expected.id {
+            problems.push(format!(
+                "expected a verdict on {} here, got one on {}",
+                expected.id,
+                text(got, "id")
+            ));
+            continue;
+        }
+        check_verdict(expected, got, problems);
+    }
+}
+
+/// With `counts`: each of `expected` is looked up by id, and `counts` is the
+/// number of verdicts per rule.
+fn check_verdicts_by_id(
+    expected: &[ExpectedVerdict],
+    counts: &BTreeMap<String, usize>,
+    verdicts: &[Value],
+    problems: &mut Vec<String>,
+) {
+    let by_id: BTreeMap<String, &Value> = verdicts.iter().map(|v| (text(v, "id"), v)).collect();
+    for expected in expected {
+        match by_id.get(&expected.id) {
+            Some(got) => check_verdict(expected, got, problems),
+            None => problems.push(format!("no verdict on {}", expected.id)),
+        }
+    }
+    let mut got_counts: BTreeMap<String, usize> = BTreeMap::new();
+    for v in verdicts {
+        *got_counts.entry(text(v, "rule")).or_default() += 1;
+    }
+    if &got_counts != counts {
+        problems.push(format!(
+            "expected verdicts per rule {counts:?}, got {got_counts:?}"
+        ));
+    }
+}
+
+/// One verdict on the lock `expected` names: its action, rule and reason.
+fn check_verdict(expected: &ExpectedVerdict, got: &Value, problems: &mut Vec<String>) {
+    let reason = text(got, "reason");
+    if text(got, "action") != expected.action || text(got, "rule") != expected.rule {
+        problems.push(format!(
+            "lock {}: expected {} by {}, got {} by {} ({reason})",
+            expected.id,
+            expected.action,
+            expected.rule,
+            text(got, "action"),
+            text(got, "rule")
+        ));
+    }
+    for part in &expected.reason_contains {
+        if !reason.contains(part) {
+            problems.push(format!(
+                "lock {}: reason {reason:?} does not contain {part:?}",
+                expected.id
+            ));
+        }
+    }
+}
+
+/// `expected` is every log line; `got` is the observed `logs`.
+fn check_logs(expected: &[ExpectedLog], got: &Value, problems: &mut Vec<String>) {
+    let got = got.as_array().map(Vec::as_slice).unwrap_or(&[]);
+    if got.len() != expected.len() {
+        problems.push(format!(
+            "expected {} log lines, got {}: {got:?}",
+            expected.len(),
+            got.len()
+        ));
+    }
+    for (expected, line) in expected.iter().zip(got) {
+        if text(line, "level") != expected.level
+            || !text(line, "message").contains(&expected.contains)
+        {
+            problems.push(format!(
+                "expected a {} log containing {:?}, got {line}",
+                expected.level, expected.contains
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problems(expect: Value, observed: Value) -> Vec<String> {
+        let expect: Expect = serde_json::from_value(expect).expect("an expectation");
+        check(&expect, &observed)
+    }
+
+    fn verdict(id: &str, action: &str, rule: &str, reason: &str) -> Value {
+        json!({"id": id, "action": action, "rule": rule, "reason": reason})
+    }
+
+    #[test]
+    fn a_refusal_must_come_with_its_kind_and_text() {
+        let expect = json!({"error": {"kind": "invalid-setting", "contains": "stale-after"}});
+        let refused =
+            |kind: &str, message: &str| json!({"error": {"kind": kind, "message": message}});
+        assert_eq!(
+            problems(
+                expect.clone(),
+                refused("invalid-setting", "bad stale-after: 3")
+            ),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            problems(expect.clone(), json!({"verdicts": [], "logs": []})),
+            ["expected the policy to refuse with invalid-setting, but it answered"]
+        );
+        assert_eq!(
+            problems(expect, refused("failed", "boom")),
+            [r#"expected refusal invalid-setting containing "stale-after", got failed "boom""#]
+        );
+    }
+
+    #[test]
+    fn without_counts_every_verdict_is_listed_in_order() {
+        let expect = json!({"verdicts": [
+            {"id": "a", "action": "remove", "rule": "expired", "reason_contains": ["30m", "old"]},
+            {"id": "b", "action": "keep", "rule": "fresh"},
+            {"id": "c", "action": "keep", "rule": "fresh"},
+        ]});
+        let observed = json!({"verdicts": [
+            verdict("a", "keep", "fresh", "30m young"),
+            verdict("c", "keep", "fresh", ""),
+        ]});
+        assert_eq!(
+            problems(expect, observed),
+            [
+                "expected 3 verdicts, got 2",
+                "lock a: expected remove by expired, got keep by fresh (30m young)",
+                r#"lock a: reason "30m young" does not contain "old""#,
+                "expected a verdict on b here, got one on c",
+            ]
+        );
+        assert_eq!(
+            problems(json!({}), json!({"error": {"kind": "failed"}})),
+            [r#"expected verdicts, got {"error":{"kind":"failed"}}"#]
+        );
+    }
+
+    #[test]
+    fn with_counts_verdicts_are_found_by_id_and_counted_per_rule() {
+        let expect = json!({
+            "verdicts": [
+                {"id": "a", "action": "remove", "rule": "expired"},
+                {"id": "z", "action": "keep", "rule": "fresh"},
+            ],
+            "counts": {"expired": 2},
+        });
+        let observed = json!({"verdicts": [
+            verdict("b", "keep", "fresh", ""),
+            verdict("a", "remove", "expired", ""),
+        ]});
+        assert_eq!(
+            problems(expect, observed),
+            [
+                "no verdict on z",
+                r#"expected verdicts per rule {"expired": 2}, got {"expired": 1, "fresh": 1}"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn logs_are_every_line_in_order() {
+        let expect = json!({"logs": [
+            {"level": "warn", "contains": "has not refreshed"},
+            {"level": "info", "contains": "done"},
+        ]});
+        let observed = json!({"verdicts": [], "logs": [
+            {"level": "info", "message": "lock a has not refreshed"},
+        ]});
+        assert_eq!(
+            problems(expect.clone(), observed),
+            [
+                r#"expected 2 log lines, got 1: [Object {"level": String("info"), "message": String("lock a has not refreshed")}]"#,
+                r#"expected a warn log containing "has not refreshed", got {"level":"info","message":"lock a has not refreshed"}"#,
+            ]
+        );
+        assert_eq!(
+            problems(expect, json!({"verdicts": []})),
+            ["expected 2 log lines, got 0: []"]
+        );
+    }
 }

@@ -118,15 +118,13 @@ impl FirstSeenStore {
         })?;
         let guard = lock_file(&path.with_extension("lock"))
             .map_err(|e| fail(format!("cannot lock: {e}")))?;
-        let mut state = match read_regular_file(&path, STATE_FILE_LIMIT) {
-            Ok(bytes) => serde_json::from_slice::<StateFile>(&bytes)
-                .map_err(|e| fail(format!("is damaged ({e}); move it away to start afresh")))?,
-            Err(ReadError::NotFound) => StateFile::default(),
-            Err(e) => return Err(fail(format!("cannot read: it {e}"))),
-        };
+        let mut state = read_state(&path).map_err(fail)?;
         let boot = boot_id();
-        let uptime = since_boot();
-        let same_boot = boot.is_some() && state.boot_id == boot;
+        let clocks = Clocks {
+            now,
+            uptime: since_boot(),
+            same_boot: boot.is_some() && state.boot_id == boot,
+        };
         let mut next = BTreeMap::new();
         let mut next_boot = BTreeMap::new();
         for lock in locks.iter_mut() {
@@ -134,23 +132,8 @@ impl FirstSeenStore {
                 .first_seen
                 .remove(&lock.id)
                 .and_then(|t| parse_rfc3339(&t).ok());
-            let monotonic = state.seen_since_boot.remove(&lock.id);
-            let (seen, seen_boot) = match (wall, monotonic) {
-                // Elapsed time since the first sight, by a clock no step
-                // moves; the wall-clock record only while it agrees.
-                (Some(wall), Some(at)) if same_boot && at <= uptime => {
-                    let elapsed = now.saturating_sub(uptime.saturating_sub(at));
-                    let seen = if (wall - elapsed).abs() <= STEP_TOLERANCE {
-                        wall
-                    } else {
-                        elapsed
-                    };
-                    (seen, at)
-                }
-                // Recorded in another boot (or by an older lockwarden): how
-                // much time passed is unknown, so the lock is new again.
-                _ => (now, uptime),
-            };
+            let since_boot = state.seen_since_boot.remove(&lock.id);
+            let (seen, seen_boot) = clocks.first_sight(wall, since_boot);
             lock.first_seen = Some(seen);
             next.insert(lock.id.clone(), format_rfc3339(seen));
             next_boot.insert(lock.id.clone(), seen_boot);
@@ -165,6 +148,55 @@ impl FirstSeenStore {
             .map_err(|e| fail(format!("cannot write: {e}")))?;
         drop(guard);
         Ok(())
+    }
+}
+
+/// The state file at `path`; none yet is an empty one. The error is the
+/// cause, for a [`StoreError`].
+fn read_state(path: &Path) -> Result<StateFile, String> {
+    match read_regular_file(path, STATE_FILE_LIMIT) {
+        Ok(bytes) => serde_json::from_slice::<StateFile>(&bytes)
+            .map_err(|e| format!("is damaged ({e}); move it away to start afresh")),
+        Err(ReadError::NotFound) => Ok(StateFile::default()),
+        Err(e) => Err(format!("cannot read: it {e}")),
+    }
+}
+
+/// The clocks of one observation.
+struct Clocks {
+    /// Wall-clock time, ns since the epoch.
+    now: i64,
+    /// Boot-time clock, ns since boot.
+    uptime: i64,
+    /// Whether the state file was written in this boot.
+    same_boot: bool,
+}
+
+impl Clocks {
+    /// When a lock was first seen, as (wall-clock, boot-time) ns, from what
+    /// the state file recorded for it (`wall`, `since_boot`).
+    fn first_sight(&self, wall: Option<i64>, since_boot: Option<i64>) -> (i64, i64) {
+        let Clocks {
+            now,
+            uptime,
+            same_boot,
+        } = *self;
+        match (wall, since_boot) {
+            // Elapsed time since the first sight, by a clock no step
+            // moves; the wall-clock record only while it agrees.
+            (Some(wall), Some(at)) if same_boot && at <= uptime => {
+                let elapsed = now.saturating_sub(uptime.saturating_sub(at));
+                let seen = if (wall - elapsed).abs() <= STEP_TOLERANCE {
+                    wall
+                } else {
+                    elapsed
+                };
+                (seen, at)
+            }
+            // Recorded in another boot (or by an older lockwarden): how
+            // much time passed is unknown, so the lock is new again.
+            _ => (now, uptime),
+        }
     }
 }
 

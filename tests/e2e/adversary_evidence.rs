@@ -3,20 +3,16 @@
 //! pid that started after the lock's time. Each test guards one defect of the
 //! trust fixes; its doc comment names the item of the contract.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 use std::time::{Duration, SystemTime};
 
-use lockwarden_tests::adversary::{doc, reason, this_hostname, verdict, warden};
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::adversary::{doc, pair, reason, this_hostname, verdict, warden};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo};
 use serde_json::{Value, json};
 
 const MINUTE: i64 = 60;
-
-fn pair(action: &str, rule: &str) -> (String, String) {
-    (action.to_owned(), rule.to_owned())
-}
 
 /// Item 1: absence from a host inventory proves a host gone only when the
 /// inventory was read, lists at least one host the regex covers, and was
@@ -28,26 +24,8 @@ fn pair(action: &str, rule: &str) -> (String, String) {
 /// lock was written.
 #[test]
 fn an_inventory_proves_a_host_gone_only_when_complete_and_current() {
-    let repo = TestRepo::init_local();
-    let writer = LockWriter::new(&repo);
-    let written = time_from_now(-2 * MINUTE);
-    let gone = writer.write(&written, "velero-gone-7d9f", 7, false, Encoding::Zstd);
-    let recreated = writer.write(&written, "velero-recreated", 8, false, Encoding::Zstd);
-    let dir = repo.dir.path().to_owned();
-    let file = |name: &str, inventory: &Value| -> PathBuf {
-        let path = dir.join(name);
-        std::fs::write(&path, inventory.to_string()).expect("write inventory");
-        path
-    };
-    let judge = |subcommand: &str, source: &[&str]| -> (i32, Value) {
-        let mut args = vec!["--json", "--inventory-hosts", "^velero-"];
-        args.extend_from_slice(source);
-        let out = warden(&repo, subcommand, &args);
-        (out.code, doc(&out))
-    };
+    let pods = Pods::new();
     let long_ago = time_from_now(-24 * 60 * MINUTE);
-    let running =
-        |name: &str, started: &str| json!({"name": name, "started": started, "state": "running"});
 
     let unproven = [
         ("an empty PodList", json!({"items": []})),
@@ -55,80 +33,144 @@ fn an_inventory_proves_a_host_gone_only_when_complete_and_current() {
         ("only other hosts", json!([running("laptop", &long_ago)])),
     ];
     for (what, inventory) in unproven {
-        let path = file("inventory.json", &inventory);
+        let path = pods.file("inventory.json", &inventory);
         let command = format!("cat {}", path.display());
-        let (code, report) = judge("unlock", &["--hosts-command", &command]);
-        assert_eq!(
-            verdict(&report, &gone),
-            pair("keep", "fresh"),
-            "{what}: {}",
-            reason(&report, &gone)
-        );
+        let (code, report) = pods.judge("unlock", &["--hosts-command", &command]);
+        assert_kept_fresh(&report, &pods.gone, what);
         assert_eq!(code, 0, "{what}: {report:#}");
-        assert!(repo.lock_ids().contains(&gone), "{what}: nothing removed");
+        assert!(
+            pods.repo.lock_ids().contains(&pods.gone),
+            "{what}: nothing removed"
+        );
     }
 
     // Complete and taken after the listing (a command runs at each check).
     let pod_started_late = lockwarden::time::format_rfc3339(
-        lockwarden::time::parse_rfc3339(&written).expect("time") + 60_000_000_000,
+        lockwarden::time::parse_rfc3339(&pods.written).expect("time") + 60_000_000_000,
     );
     let complete = json!([
         running("velero-node-agent-running", &long_ago),
         running("velero-recreated", &pod_started_late),
     ]);
-    let path = file("complete.json", &complete);
+    let path = pods.file("complete.json", &complete);
     let command = format!("cat {}", path.display());
-    let (code, report) = judge("check", &["--hosts-command", &command]);
-    assert_eq!(code, 3, "{report:#}");
-    assert_eq!(verdict(&report, &gone), pair("remove", "host-gone"));
-    assert_eq!(verdict(&report, &recreated), pair("remove", "host-gone"));
+    pods.assert_both_gone(pods.judge("check", &["--hosts-command", &command]));
 
     // The same inventory as a file written before this run, without a state
     // dir: it predates the listing and proves nothing.
-    let age_file = |path: &PathBuf, when: SystemTime| {
-        std::fs::File::options()
-            .write(true)
-            .open(path)
-            .and_then(|f| f.set_modified(when))
-            .expect("set mtime");
-    };
-    let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
-    age_file(&path, an_hour_ago);
+    set_mtime(&path, SystemTime::now() - Duration::from_secs(3600));
     let hosts_file = path.to_str().expect("utf-8").to_owned();
-    let (_, report) = judge("check", &["--hosts-file", &hosts_file]);
-    assert_eq!(
-        verdict(&report, &gone),
-        pair("keep", "fresh"),
-        "a hosts file older than the listing: {}",
-        reason(&report, &gone)
-    );
+    let (_, report) = pods.judge("check", &["--hosts-file", &hosts_file]);
+    assert_kept_fresh(&report, &pods.gone, "a hosts file older than the listing");
     // A pod it lists as started after the lock was recreated, however old
     // the file: presence proves that much.
-    assert_eq!(verdict(&report, &recreated), pair("remove", "host-gone"));
+    assert_eq!(
+        verdict(&report, &pods.recreated),
+        pair("remove", "host-gone")
+    );
 
     // With a state dir: older than the first sighting proves nothing ...
-    let state = dir.join("state");
+    let state = pods.repo.dir.path().join("state");
     let state = state.to_str().expect("utf-8");
-    let (_, report) = judge(
-        "check",
-        &["--hosts-file", &hosts_file, "--state-dir", state],
-    );
-    assert_eq!(
-        verdict(&report, &gone),
-        pair("keep", "fresh"),
-        "a hosts file older than the first sighting: {}",
-        reason(&report, &gone)
+    let with_state = ["--hosts-file", &hosts_file, "--state-dir", state];
+    let (_, report) = pods.judge("check", &with_state);
+    assert_kept_fresh(
+        &report,
+        &pods.gone,
+        "a hosts file older than the first sighting",
     );
     // ... rewritten after it, it does.
     std::fs::write(&path, complete.to_string()).expect("rewrite the inventory");
-    age_file(&path, SystemTime::now());
-    let (code, report) = judge(
-        "check",
-        &["--hosts-file", &hosts_file, "--state-dir", state],
+    set_mtime(&path, SystemTime::now());
+    pods.assert_both_gone(pods.judge("check", &with_state));
+}
+
+/// The scene of the inventory test: two young locks, two minutes old, of
+/// pods the inventory regex `^velero-` covers.
+struct Pods {
+    repo: TestRepo,
+    /// When both locks were written.
+    written: String,
+    /// The lock of a pod no inventory lists.
+    gone: String,
+    /// The lock of a pod recreated after the lock was written.
+    recreated: String,
+}
+
+impl Pods {
+    fn new() -> Pods {
+        let repo = TestRepo::init_local();
+        let writer = LockWriter::new(&repo);
+        let written = time_from_now(-2 * MINUTE);
+        let gone = writer.write(LockSpec {
+            time: written.clone(),
+            hostname: "velero-gone-7d9f",
+            pid: 7,
+            ..LockSpec::default()
+        });
+        let recreated = writer.write(LockSpec {
+            time: written.clone(),
+            hostname: "velero-recreated",
+            pid: 8,
+            ..LockSpec::default()
+        });
+        Pods {
+            repo,
+            written,
+            gone,
+            recreated,
+        }
+    }
+
+    /// Writes `inventory` to the file `name` beside the repository.
+    fn file(&self, name: &str, inventory: &Value) -> PathBuf {
+        let path = self.repo.dir.path().join(name);
+        std::fs::write(&path, inventory.to_string()).expect("write inventory");
+        path
+    }
+
+    /// `lockwarden <subcommand> --json --inventory-hosts ^velero- <source>`:
+    /// its exit code and report.
+    fn judge(&self, subcommand: &str, source: &[&str]) -> (i32, Value) {
+        let mut args = vec!["--json", "--inventory-hosts", "^velero-"];
+        args.extend_from_slice(source);
+        let out = warden(&self.repo, subcommand, &args);
+        (out.code, doc(&out))
+    }
+
+    /// A check found both pods gone: it would remove both locks.
+    fn assert_both_gone(&self, (code, report): (i32, Value)) {
+        assert_eq!(code, 3, "{report:#}");
+        assert_eq!(verdict(&report, &self.gone), pair("remove", "host-gone"));
+        assert_eq!(
+            verdict(&report, &self.recreated),
+            pair("remove", "host-gone")
+        );
+    }
+}
+
+/// A pod of a host inventory, running since `started`.
+fn running(name: &str, started: &str) -> Value {
+    json!({"name": name, "started": started, "state": "running"})
+}
+
+/// `id` is kept as `fresh`: the evidence `what` proved nothing.
+fn assert_kept_fresh(report: &Value, id: &str, what: &str) {
+    assert_eq!(
+        verdict(report, id),
+        pair("keep", "fresh"),
+        "{what}: {}",
+        reason(report, id)
     );
-    assert_eq!(code, 3, "{report:#}");
-    assert_eq!(verdict(&report, &gone), pair("remove", "host-gone"));
-    assert_eq!(verdict(&report, &recreated), pair("remove", "host-gone"));
+}
+
+/// Dates `path` `when`.
+fn set_mtime(path: &Path, when: SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(when))
+        .expect("set mtime");
 }
 
 /// Item 2: a lock from this machine whose pid now runs a *restic* process
@@ -144,39 +186,37 @@ fn a_restic_on_the_locks_pid_that_started_later_keeps_a_young_lock() {
     let host = this_hostname();
     let writer = LockWriter::new(&repo);
     let ten_minutes_ago = time_from_now(-10 * MINUTE);
-    let on_restic = writer.write(
-        &ten_minutes_ago,
-        &host,
-        i64::from(holder.pid),
-        false,
-        Encoding::Zstd,
-    );
+    let on_restic = writer.write(LockSpec {
+        time: ten_minutes_ago.clone(),
+        hostname: &host,
+        pid: i64::from(holder.pid),
+        ..LockSpec::default()
+    });
     let mut sleeper = Command::new("sleep")
         .arg("600")
         .spawn()
         .expect("spawn sleep");
-    let on_sleep = writer.write(
-        &ten_minutes_ago,
-        &host,
-        i64::from(sleeper.id()),
-        false,
-        Encoding::Zstd,
-    );
+    let on_sleep = writer.write(LockSpec {
+        time: ten_minutes_ago.clone(),
+        hostname: &host,
+        pid: i64::from(sleeper.id()),
+        ..LockSpec::default()
+    });
     let mut finished = Command::new("true").spawn().expect("spawn true");
     let gone_pid = finished.id();
     finished.wait().expect("reap true");
-    let on_gone = writer.write(
-        &ten_minutes_ago,
-        &host,
-        i64::from(gone_pid),
-        false,
-        Encoding::Raw,
-    );
+    let on_gone = writer.write(LockSpec {
+        time: ten_minutes_ago.clone(),
+        hostname: &host,
+        pid: i64::from(gone_pid),
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
 
     let out = warden(&repo, "check", &["--json"]);
     let report = doc(&out);
+    assert_kept_fresh(&report, &on_restic, "a restic started after the lock");
     let why = reason(&report, &on_restic);
-    assert_eq!(verdict(&report, &on_restic), pair("keep", "fresh"), "{why}");
     assert!(
         why.contains("clock") || why.contains("reuse"),
         "says why the restic process proves nothing: {why}"
@@ -209,16 +249,44 @@ fn a_restic_on_the_locks_pid_that_started_later_keeps_a_young_lock() {
 #[test]
 fn a_holder_in_a_nested_pid_namespace_is_not_judged_dead() {
     let repo = TestRepo::init_local();
-    // A pid free on the host, which the nested namespace hands out next.
-    let pid = (20_000..32_000)
+    let pid = free_pid();
+    let mut nested = sleep_in_a_nested_pid_namespace(pid);
+    let id = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-MINUTE),
+        hostname: &this_hostname(),
+        pid: i64::from(pid),
+        ..LockSpec::default()
+    });
+    let out = warden(&repo, "unlock", &["--json"]);
+    let _ = nested.kill();
+    let _ = nested.wait();
+    let report = doc(&out);
+    assert_kept_fresh(&report, &id, "a holder in a nested pid namespace");
+    assert!(
+        reason(&report, &id).contains("container"),
+        "{}",
+        reason(&report, &id)
+    );
+    assert!(repo.lock_ids().contains(&id));
+}
+
+/// A pid free on the host (the highest below 32,000), for a nested pid
+/// namespace to hand out next.
+fn free_pid() -> u32 {
+    (20_000..32_000)
         .rev()
-        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
-        .expect("a free pid");
+        .find(|p| !Path::new(&format!("/proc/{p}")).exists())
+        .expect("a free pid")
+}
+
+/// A `sleep` in a new pid namespace, where it runs as `pid`, and returns
+/// once it does; killing the returned child ends the namespace.
+fn sleep_in_a_nested_pid_namespace(pid: u32) -> Child {
     let script = format!(
         "echo {} > /proc/sys/kernel/ns_last_pid; sleep 120 & wait",
         pid - 1
     );
-    let mut nested = Command::new("unshare")
+    let nested = Command::new("unshare")
         .args([
             "--pid",
             "--fork",
@@ -230,51 +298,30 @@ fn a_holder_in_a_nested_pid_namespace_is_not_judged_dead() {
         ])
         .spawn()
         .expect("unshare");
-    // Wait until the nested sleep holds that pid inside its namespace.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let holds = || {
-        std::fs::read_dir("/proc")
-            .expect("/proc")
-            .flatten()
-            .any(|e| {
-                std::fs::read_to_string(e.path().join("status")).is_ok_and(|s| {
-                    s.lines().any(|l| {
-                        l.starts_with("NSpid:")
-                            && l.split_whitespace().last() == Some(&pid.to_string())
-                    })
-                })
-            })
-    };
-    while !holds() {
+    while !holds_in_a_nested_namespace(pid) {
         assert!(
             std::time::Instant::now() < deadline,
             "the nested process never started"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let id = LockWriter::new(&repo).write(
-        &time_from_now(-MINUTE),
-        &this_hostname(),
-        i64::from(pid),
-        false,
-        Encoding::Zstd,
-    );
-    let out = warden(&repo, "unlock", &["--json"]);
-    let _ = nested.kill();
-    let _ = nested.wait();
-    let report = doc(&out);
-    assert_eq!(
-        verdict(&report, &id),
-        pair("keep", "fresh"),
-        "{}",
-        reason(&report, &id)
-    );
-    assert!(
-        reason(&report, &id).contains("container"),
-        "{}",
-        reason(&report, &id)
-    );
-    assert!(repo.lock_ids().contains(&id));
+    nested
+}
+
+/// Whether some process is `pid` in the innermost pid namespace it is in
+/// (the last `NSpid:` field of its status).
+fn holds_in_a_nested_namespace(pid: u32) -> bool {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .any(|e| {
+            std::fs::read_to_string(e.path().join("status")).is_ok_and(|s| {
+                s.lines().any(|l| {
+                    l.starts_with("NSpid:") && l.split_whitespace().last() == Some(&pid.to_string())
+                })
+            })
+        })
 }
 
 /// A hosts file dated in the future (copied with another clock's time, a
@@ -284,13 +331,12 @@ fn a_holder_in_a_nested_pid_namespace_is_not_judged_dead() {
 #[test]
 fn a_hosts_file_dated_in_the_future_proves_no_absence() {
     let repo = TestRepo::init_local();
-    let id = LockWriter::new(&repo).write(
-        &time_from_now(-MINUTE),
-        "velero-new-pod",
-        7,
-        false,
-        Encoding::Zstd,
-    );
+    let id = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-MINUTE),
+        hostname: "velero-new-pod",
+        pid: 7,
+        ..LockSpec::default()
+    });
     let hosts = repo.dir.path().join("hosts.json");
     let listed = json!([{"name": "velero-old-pod", "started": time_from_now(-60 * MINUTE), "state": "running"}]);
     std::fs::write(&hosts, listed.to_string()).expect("write hosts");
@@ -307,20 +353,10 @@ fn a_hosts_file_dated_in_the_future_proves_no_absence() {
     // Seen once, then the file is dated two minutes ahead.
     let first = doc(&warden(&repo, "check", &args));
     assert_eq!(verdict(&first, &id), pair("keep", "fresh"));
-    let ahead = SystemTime::now() + Duration::from_secs(120);
-    std::fs::File::options()
-        .write(true)
-        .open(&hosts)
-        .and_then(|f| f.set_modified(ahead))
-        .expect("date the file ahead");
+    set_mtime(&hosts, SystemTime::now() + Duration::from_secs(120));
     let out = warden(&repo, "unlock", &args);
     let report = doc(&out);
-    assert_eq!(
-        verdict(&report, &id),
-        pair("keep", "fresh"),
-        "{}",
-        reason(&report, &id)
-    );
+    assert_kept_fresh(&report, &id, "a hosts file dated ahead");
     assert!(repo.lock_ids().contains(&id));
     assert!(out.stderr.contains("in the future"), "{}", out.stderr);
 }

@@ -19,7 +19,7 @@ use lockwarden_tests::guard::{
     Guarded, HANG_GUARD, KillOnDrop, finish_all_within, finish_guarded, processes_with,
     unique_sleep, wait_until, with_memory_cap,
 };
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{TestRepo, free_port};
 use lockwarden_tests::{Finished, lockwarden};
 use serde_json::json;
@@ -45,13 +45,12 @@ fn bare(repo: &TestRepo) -> Command {
 
 /// A young lock from a host the inventory regex `^velero-` covers.
 fn young_velero_lock(repo: &TestRepo) -> String {
-    LockWriter::new(repo).write(
-        &time_from_now(-2 * MINUTE),
-        "velero-gone-7d9f",
-        7,
-        false,
-        Encoding::Zstd,
-    )
+    LockWriter::new(repo).write(LockSpec {
+        time: time_from_now(-2 * MINUTE),
+        hostname: "velero-gone-7d9f",
+        pid: 7,
+        ..LockSpec::default()
+    })
 }
 
 /// Every way a file path reaches lockwarden, each given `special`; `true`
@@ -150,11 +149,17 @@ fn fifos_directories_and_devices_given_as_input_files_are_refused_at_once() {
 fn hanging_commands_and_requests_time_out_and_their_process_groups_are_killed() {
     let repo = TestRepo::init_local();
     let lock = young_velero_lock(&repo);
+    a_hanging_password_command_times_out_with_its_group(&repo);
+    a_hanging_hosts_command_times_out_with_its_group(&repo, &lock);
+    a_background_child_of_the_password_command_does_not_hang(&repo);
+    a_rest_request_never_answered_times_out(&repo);
+}
 
+fn a_hanging_password_command_times_out_with_its_group(repo: &TestRepo) {
     let sleep = unique_sleep();
     let _cleanup = KillOnDrop(sleep.clone());
     let out = finish_guarded(
-        bare(&repo)
+        bare(repo)
             .args(["check", "-r", &repo.location, "--timeout", "2s"])
             .args(["--password-command", &format!("{sleep} & {sleep}")]),
     );
@@ -163,7 +168,9 @@ fn hanging_commands_and_requests_time_out_and_their_process_groups_are_killed() 
     wait_until("the password command's processes are all killed", || {
         processes_with(&sleep).is_empty()
     });
+}
 
+fn a_hanging_hosts_command_times_out_with_its_group(repo: &TestRepo, lock: &str) {
     let sleep = unique_sleep();
     let _cleanup = KillOnDrop(sleep.clone());
     let out = finish_guarded(repo.lockwarden("unlock").args([
@@ -176,15 +183,17 @@ fn hanging_commands_and_requests_time_out_and_their_process_groups_are_killed() 
     ]));
     assert!(out.stderr.contains("timed out"), "{out:?}");
     assert!(matches!(out.code, 0 | 1), "{out:?}");
-    assert!(repo.lock_ids().contains(&lock), "nothing was removed");
+    assert!(repo.lock_ids().contains(lock), "nothing was removed");
     wait_until("the hosts command's processes are all killed", || {
         processes_with(&sleep).is_empty()
     });
+}
 
+fn a_background_child_of_the_password_command_does_not_hang(repo: &TestRepo) {
     let sleep = unique_sleep();
     let _cleanup = KillOnDrop(sleep.clone());
     let out = finish_guarded(
-        bare(&repo)
+        bare(repo)
             .args(["check", "-r", &repo.location, "--timeout", "20s"])
             .args([
                 "--password-command",
@@ -195,7 +204,9 @@ fn hanging_commands_and_requests_time_out_and_their_process_groups_are_killed() 
         out.code, 0,
         "the password was printed and the command exited: {out:?}"
     );
+}
 
+fn a_rest_request_never_answered_times_out(repo: &TestRepo) {
     let server = FakeRest::start(&repo.path, |_, path| {
         if path == "config" {
             Reply::Hang
@@ -204,7 +215,7 @@ fn hanging_commands_and_requests_time_out_and_their_process_groups_are_killed() 
         }
     });
     let out = finish_guarded(
-        bare(&repo)
+        bare(repo)
             .args(["check", "-r", &server.location, "--timeout", "2s", "-p"])
             .arg(repo.password_file()),
     );

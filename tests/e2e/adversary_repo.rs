@@ -3,18 +3,18 @@
 //! fields, and the edge cases of removal bookkeeping. Each test guards one
 //! defect of the trust fixes; its doc comment names the item of the contract.
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::symlink;
+use std::path::Path;
 use std::process::Command;
 
 use lockwarden_tests::adversary::{
-    OLD_TIME, all_output, backup_dated, copy_repo, digits_only, doc, entry, file_type, find,
-    mkfifo, names_limit, problem, snapshot_ids, verdict, warden, warden_at,
+    OLD_TIME, all_output, backup_dated, copy_repo, digits_only, doc, entry, file_type, find, ids,
+    mkfifo, names_limit, pair, problem, snapshot_ids, verdict, warden, warden_at,
 };
 use lockwarden_tests::fake_rest::{FakeRest, Reply, V2};
 use lockwarden_tests::guard::{Guarded, HANG_GUARD, finish_guarded, with_memory_cap};
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{PASSWORD, TestRepo};
 use lockwarden_tests::{Finished, guest};
 use serde_json::{Value, json};
@@ -29,21 +29,40 @@ const MEMORY_CAP: u64 = 4 << 30;
 /// A lock from another host, two hours old: `expired` under the default
 /// policy, so removed unless something is wrong.
 fn stale_lock(writer: &LockWriter, pid: i64) -> String {
-    writer.write(
-        &time_from_now(-2 * HOUR),
-        "elsewhere",
+    writer.write(LockSpec {
+        time: time_from_now(-2 * HOUR),
+        hostname: "elsewhere",
         pid,
-        false,
-        Encoding::Raw,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    })
+}
+
+/// `lockwarden unlock` succeeds and leaves exactly the locks `left`.
+fn assert_unlock_leaves(repo: &TestRepo, left: &[&str]) {
+    let out = warden(repo, "unlock", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(repo.lock_ids(), ids(left), "{out:?}");
+}
+
+/// `lockwarden unlock` on the repository `server` serves (`repo`'s, through
+/// it), under the hang guard.
+fn unlock_over(repo: &TestRepo, server: &FakeRest) -> Finished {
+    let mut command = lockwarden_tests::lockwarden(&repo.dir.path().join("cache"));
+    command
+        .args(["unlock", "-r", &server.location, "-p"])
+        .arg(repo.password_file());
+    finish_guarded(&mut command)
+}
+
+/// `lockwarden check` on `repo` with the password in `file`, under the hang
+/// guard.
+fn check_with_password_file(repo: &TestRepo, file: &Path) -> Finished {
+    finish_guarded(
+        lockwarden_tests::lockwarden(&repo.dir.path().join("cache"))
+            .args(["check", "-r", &repo.location, "-p"])
+            .arg(file),
     )
-}
-
-fn pair(action: &str, rule: &str) -> (String, String) {
-    (action.to_owned(), rule.to_owned())
-}
-
-fn ids(list: &[&str]) -> BTreeSet<String> {
-    list.iter().map(|s| (*s).to_owned()).collect()
 }
 
 /// `lockwarden <subcommand>` on `repo` with at most [`MEMORY_CAP`] of
@@ -74,11 +93,9 @@ fn a_symlinked_locks_directory_is_refused_and_no_snapshot_is_deleted() {
         Some(&bytes),
         "the snapshot file was deleted or changed through the symlinked locks/: {unlock:?}"
     );
-    assert_eq!(unlock.code, 1, "{unlock:?}");
-    assert!(unlock.stderr.contains("symlink"), "{}", unlock.stderr);
+    unlock.assert_exit(1, "symlink");
     let check = warden(&repo, "check", &["--json"]);
-    assert_eq!(check.code, 1, "{check:?}");
-    assert!(check.stderr.contains("symlink"), "{}", check.stderr);
+    check.assert_exit(1, "symlink");
 
     fs::remove_file(repo.path.join("locks")).expect("remove the symlink");
     fs::create_dir(repo.path.join("locks")).expect("mkdir locks");
@@ -197,13 +214,8 @@ fn a_snapshot_copied_into_locks_under_its_own_name_is_not_a_lock() {
     );
     assert_eq!(verdict(&report, &stale), pair("remove", "expired"));
 
-    let out = warden(&repo, "unlock", &[]);
-    assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(
-        repo.lock_ids(),
-        ids(&[&snapshot, &index, &partial]),
-        "only the real stale lock goes"
-    );
+    // Only the real stale lock goes.
+    assert_unlock_leaves(&repo, &[&snapshot, &index, &partial]);
     assert!(snapshot_ids(&repo).contains(&snapshot));
 }
 
@@ -223,11 +235,9 @@ fn a_policy_judging_an_unreadable_file_stale_removes_nothing() {
 
     let out = warden(&repo, "unlock", &["--policy", policy]);
     assert_eq!(repo.lock_ids(), before, "nothing was removed: {out:?}");
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("unreadable"), "{}", out.stderr);
+    out.assert_exit(1, "unreadable");
     let check = warden(&repo, "check", &["--policy", policy]);
-    assert_eq!(check.code, 1, "{check:?}");
-    assert!(check.stderr.contains("unreadable"), "{}", check.stderr);
+    check.assert_exit(1, "unreadable");
 }
 
 /// Item 7: a lock file over 64 KiB is unreadable without being read into
@@ -258,9 +268,7 @@ fn oversized_lock_files_are_unreadable_with_their_real_size() {
         assert_eq!(verdict(&report, id), pair("keep", "unreadable"));
     }
 
-    let out = warden(&repo, "unlock", &[]);
-    assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(repo.lock_ids(), ids(&[&huge, &big]));
+    assert_unlock_leaves(&repo, &[&huge, &big]);
 }
 
 /// Item 7: the repository's own files have limits too. A key file over
@@ -270,24 +278,30 @@ fn oversized_lock_files_are_unreadable_with_their_real_size() {
 #[test]
 fn oversized_key_config_and_rest_listing_are_refused() {
     let repo = TestRepo::init_local();
-    let writer = LockWriter::new(&repo);
+    an_oversized_key_file_is_not_used(&repo);
+    an_oversized_config_is_refused(&repo);
+    an_oversized_rest_listing_is_refused(&repo);
+}
 
-    // A key file padded past 64 KiB, the only key of a copy.
-    let padded_key = copy_repo(&repo, "padded-key");
+/// A key file padded past 64 KiB, the only key of a copy of `repo`.
+fn an_oversized_key_file_is_not_used(repo: &TestRepo) {
+    let padded_key = copy_repo(repo, "padded-key");
     let stale = stale_lock(&LockWriter::for_dir(&padded_key, PASSWORD), 15);
     let (key_name, mut key) = only_key(&padded_key);
     key["padding"] = json!("k".repeat(70 * 1024));
     replace_key(&padded_key, &key_name, &key);
-    let out = warden_at(&repo, &padded_key, "unlock", &[]);
+    let out = warden_at(repo, &padded_key, "unlock", &[]);
     assert!(
         padded_key.join("locks").join(&stale).exists(),
         "nothing removed: {out:?}"
     );
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("no usable key file"), "{}", out.stderr);
+    out.assert_exit(1, "no usable key file");
+}
 
-    // A config padded past 64 KiB, sealed with the real master key.
-    let padded_config = copy_repo(&repo, "padded-config");
+/// A config padded past 64 KiB, sealed with the real master key, in a copy
+/// of `repo`.
+fn an_oversized_config_is_refused(repo: &TestRepo) {
+    let padded_config = copy_repo(repo, "padded-config");
     let stale = stale_lock(&LockWriter::for_dir(&padded_config, PASSWORD), 16);
     let (_, key) = only_key(&padded_config);
     let master = lockwarden::repo::keys::open(key.to_string().as_bytes(), PASSWORD.as_bytes())
@@ -297,7 +311,7 @@ fn oversized_key_config_and_rest_listing_are_refused() {
     config["padding"] = json!("c".repeat(70 * 1024));
     let sealed = master.seal(config.to_string().as_bytes(), [7; 16]);
     fs::write(padded_config.join("config"), sealed).expect("write config");
-    let out = warden_at(&repo, &padded_config, "unlock", &[]);
+    let out = warden_at(repo, &padded_config, "unlock", &[]);
     assert!(
         padded_config.join("locks").join(&stale).exists(),
         "nothing removed: {out:?}"
@@ -307,10 +321,12 @@ fn oversized_key_config_and_rest_listing_are_refused() {
         "an oversized config is an error: {out:?}"
     );
     assert!(out.stderr.contains("config"), "{}", out.stderr);
+}
 
-    // A REST listing of locks/ past 16 MiB: one real stale lock, then
-    // whitespace (valid JSON all the same).
-    let stale = stale_lock(&writer, 17);
+/// A REST listing of `repo`'s locks/ past 16 MiB: one real stale lock, then
+/// whitespace (valid JSON all the same).
+fn an_oversized_rest_listing_is_refused(repo: &TestRepo) {
+    let stale = stale_lock(&LockWriter::new(repo), 17);
     let listed = stale.clone();
     let server = FakeRest::start(&repo.path, move |method, path| {
         if method == "GET" && path == "locks/" {
@@ -322,11 +338,7 @@ fn oversized_key_config_and_rest_listing_are_refused() {
             Reply::Default
         }
     });
-    let mut command = lockwarden_tests::lockwarden(&repo.dir.path().join("cache"));
-    command
-        .args(["unlock", "-r", &server.location, "-p"])
-        .arg(repo.password_file());
-    let out = finish_guarded(&mut command);
+    let out = unlock_over(repo, &server);
     assert!(repo.lock_ids().contains(&stale), "nothing removed: {out:?}");
     assert_eq!(out.code, 1, "{out:?}");
     assert!(
@@ -363,7 +375,7 @@ fn more_than_100000_entries_in_locks_are_refused_and_nothing_is_removed() {
 }
 
 /// The only key file of the repository directory `path`: its name and JSON.
-fn only_key(path: &std::path::Path) -> (String, Value) {
+fn only_key(path: &Path) -> (String, Value) {
     let entries: Vec<_> = fs::read_dir(path.join("keys"))
         .expect("keys/")
         .filter_map(Result::ok)
@@ -377,7 +389,7 @@ fn only_key(path: &std::path::Path) -> (String, Value) {
 
 /// Replaces key file `old` of `path` by `key`, stored under the SHA-256 of
 /// its bytes as restic names key files.
-fn replace_key(path: &std::path::Path, old: &str, key: &Value) -> String {
+fn replace_key(path: &Path, old: &str, key: &Value) -> String {
     let bytes = key.to_string().into_bytes();
     let name = hex::encode(Sha256::digest(&bytes));
     fs::remove_file(path.join("keys").join(old)).expect("remove the old key");
@@ -401,8 +413,7 @@ fn ruinous_or_garbage_key_files_are_not_usable_and_an_empty_password_is_refused(
     key["p"] = json!(64);
     replace_key(&ruinous, &name, &key);
     let out = warden_at(&repo, &ruinous, "check", &[]);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("scrypt"), "{}", out.stderr);
+    out.assert_exit(1, "scrypt");
     assert!(out.stderr.contains("no usable key file"), "{}", out.stderr);
 
     let garbage = copy_repo(&repo, "garbage-key");
@@ -417,27 +428,17 @@ fn ruinous_or_garbage_key_files_are_not_usable_and_an_empty_password_is_refused(
     )
     .expect("write junk key");
     let out = warden_at(&repo, &garbage, "check", &[]);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("no usable key file"), "{}", out.stderr);
+    out.assert_exit(1, "no usable key file");
 
     let wrong = repo.dir.path().join("wrong-password");
     fs::write(&wrong, "not the password").expect("write");
-    let out = finish_guarded(
-        lockwarden_tests::lockwarden(&repo.dir.path().join("cache"))
-            .args(["check", "-r", &repo.location, "-p"])
-            .arg(&wrong),
-    );
+    let out = check_with_password_file(&repo, &wrong);
     assert_eq!(out.code, 12, "a wrong password stays exit 12: {out:?}");
 
     let empty = repo.dir.path().join("empty-password");
     fs::write(&empty, "\n").expect("write");
-    let out = finish_guarded(
-        lockwarden_tests::lockwarden(&repo.dir.path().join("cache"))
-            .args(["check", "-r", &repo.location, "-p"])
-            .arg(&empty),
-    );
-    assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.contains("empty"), "{}", out.stderr);
+    let out = check_with_password_file(&repo, &empty);
+    out.assert_exit(2, "empty");
 }
 
 /// Item 9: a hostname or username over 255 bytes makes that lock unreadable,
@@ -477,9 +478,7 @@ fn overlong_hostnames_and_usernames_make_only_their_lock_unreadable() {
     assert_eq!(verdict(&report, &limit_host), pair("remove", "expired"));
     assert_eq!(verdict(&report, &stale), pair("remove", "expired"));
 
-    let out = warden(&repo, "unlock", &[]);
-    assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(repo.lock_ids(), ids(&[&long_host, &long_user]));
+    assert_unlock_leaves(&repo, &[&long_host, &long_user]);
 }
 
 /// Item 14: when a removal fails, the text summary counts only the locks
@@ -498,11 +497,7 @@ fn after_a_failed_removal_the_summary_counts_only_what_was_removed() {
             Reply::Default
         }
     });
-    let mut command = lockwarden_tests::lockwarden(&repo.dir.path().join("cache"));
-    command
-        .args(["unlock", "-r", &server.location, "-p"])
-        .arg(repo.password_file());
-    let out = finish_guarded(&mut command);
+    let out = unlock_over(&repo, &server);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(repo.lock_ids(), ids(&[&refused]), "{out:?}");
     assert!(!repo.lock_ids().contains(&removable));
@@ -539,12 +534,7 @@ fn a_repository_path_that_is_a_regular_file_exits_10() {
     let file = repo.dir.path().join("not-a-repository");
     fs::write(&file, "just a file").expect("write");
     let out = warden_at(&repo, &file, "check", &[]);
-    assert_eq!(out.code, 10, "{out:?}");
-    assert!(
-        out.stderr.contains("no restic repository at"),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(10, "no restic repository at");
 }
 
 /// Item 14: `policy eval` of a request that is not UTF-8 says the request is
@@ -569,20 +559,20 @@ fn policy_eval_of_a_non_utf8_request_does_not_blame_the_path() {
 fn a_fractional_stale_after_is_accepted() {
     let repo = TestRepo::init_local();
     let writer = LockWriter::new(&repo);
-    let older = writer.write(
-        &time_from_now(-100 * 60),
-        "elsewhere",
-        41,
-        false,
-        Encoding::Raw,
-    );
-    let younger = writer.write(
-        &time_from_now(-80 * 60),
-        "elsewhere",
-        42,
-        false,
-        Encoding::Raw,
-    );
+    let older = writer.write(LockSpec {
+        time: time_from_now(-100 * 60),
+        hostname: "elsewhere",
+        pid: 41,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
+    let younger = writer.write(LockSpec {
+        time: time_from_now(-80 * 60),
+        hostname: "elsewhere",
+        pid: 42,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
     let out = warden(&repo, "check", &["--json", "--set", "stale-after=1.5h"]);
     assert_eq!(out.code, 3, "{out:?}");
     let report = doc(&out);

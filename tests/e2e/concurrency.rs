@@ -3,7 +3,7 @@
 //! stale ones, the live holder keeps its lock, and restic never notices.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use lockwarden_tests::Finished;
 use lockwarden_tests::guard::{Guarded, HANG_GUARD, wait_until};
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo};
 use serde_json::Value;
 
@@ -249,27 +249,10 @@ fn unlock_json(repo: &TestRepo) -> (Vec<Removed>, Value) {
 #[test]
 fn stale_locks_go_while_restic_backups_keep_locking() {
     let repo = TestRepo::init_local();
-    let data = repo.dir.path().join("small");
-    std::fs::create_dir_all(&data).expect("data dir");
-    for n in 0..5 {
-        std::fs::write(data.join(format!("file-{n}")), format!("content {n}\n")).expect("write");
-    }
-
+    let data = small_data(&repo);
     // The holder first, so that the lock it is given is its own.
     let holder = Holder::start(&repo);
-    let writer = LockWriter::new(&repo);
-    let when = time_from_now(-2 * 3600);
-    let stale: BTreeSet<String> = (0..STALE)
-        .map(|n| {
-            let encoding = if n % 2 == 0 {
-                Encoding::Zstd
-            } else {
-                Encoding::Raw
-            };
-            writer.write(&when, "gone-host", 10_000 + n as i64, false, encoding)
-        })
-        .collect();
-    assert_eq!(stale.len(), STALE, "distinct lock ids");
+    let stale = write_stale_locks(&repo);
 
     let window = Arc::new(UnlockWindow::default());
     let loops = BackupLoops::start(&repo, &data, LOOPS, &window);
@@ -296,8 +279,82 @@ fn stale_locks_go_while_restic_backups_keep_locking() {
         .iter()
         .flat_map(|r| r.stalls.iter().map(|(pid, _)| *pid))
         .collect();
+    assert_each_stale_lock_deleted_once(&reports, &stale, &interrupted);
+    assert!(
+        held_during && held_after,
+        "the holder's lock {holder_lock} stayed"
+    );
+    assert!(
+        repo.lock_ids().is_disjoint(&stale),
+        "every stale lock is gone"
+    );
+    assert_backups_unharmed(&records, holder_code, &interrupted);
+
+    // All restic processes have ended: what is left are locks of interrupted
+    // backups, if any, and a last run removes exactly those.
+    let (removed, doc) = unlock_json(&repo);
+    for r in &removed {
+        assert!(
+            r.rule == "process-dead" && interrupted.contains(&r.pid),
+            "the last run removed only interrupted backups' locks, not {} ({}, pid {}): {doc:#}",
+            r.id,
+            r.rule,
+            r.pid
+        );
+    }
+    assert!(
+        repo.lock_ids().is_empty(),
+        "no lock is left: {:?}",
+        repo.lock_ids()
+    );
+    let check = repo.restic(&["check"]);
+    assert_eq!(check.code, 0, "restic check passes: {check:?}");
+}
+
+/// A directory of five small files beside `repo`, for the backups.
+fn small_data(repo: &TestRepo) -> PathBuf {
+    let data = repo.dir.path().join("small");
+    std::fs::create_dir_all(&data).expect("data dir");
+    for n in 0..5 {
+        std::fs::write(data.join(format!("file-{n}")), format!("content {n}\n")).expect("write");
+    }
+    data
+}
+
+/// Writes [`STALE`] shared locks of a host that is gone, two hours old, half
+/// of them zstd; returns their ids.
+fn write_stale_locks(repo: &TestRepo) -> BTreeSet<String> {
+    let writer = LockWriter::new(repo);
+    let when = time_from_now(-2 * 3600);
+    let stale: BTreeSet<String> = (0..STALE)
+        .map(|n| {
+            let encoding = if n % 2 == 0 {
+                Encoding::Zstd
+            } else {
+                Encoding::Raw
+            };
+            writer.write(LockSpec {
+                time: when.clone(),
+                hostname: "gone-host",
+                pid: 10_000 + n as i64,
+                encoding,
+                ..LockSpec::default()
+            })
+        })
+        .collect();
+    assert_eq!(stale.len(), STALE, "distinct lock ids");
+    stale
+}
+
+/// Across the unlock `reports`, each `stale` lock was deleted exactly once,
+/// and nothing else but the lock of an `interrupted` backup.
+fn assert_each_stale_lock_deleted_once(
+    reports: &[(Vec<Removed>, Value)],
+    stale: &BTreeSet<String>,
+    interrupted: &BTreeSet<i64>,
+) {
     let mut deleted = Vec::new();
-    for (removed, doc) in &reports {
+    for (removed, doc) in reports {
         for r in removed {
             let stale_lock = stale.contains(&r.id);
             let dead_backup = r.rule == "process-dead" && interrupted.contains(&r.pid);
@@ -326,19 +383,15 @@ fn stale_locks_go_while_restic_backups_keep_locking() {
         "each stale lock was deleted exactly once across the runs"
     );
     assert_eq!(
-        deleted.into_iter().collect::<BTreeSet<_>>(),
+        &deleted.into_iter().collect::<BTreeSet<_>>(),
         stale,
         "the deleted locks are the stale ones"
     );
-    assert!(
-        held_during && held_after,
-        "the holder's lock {holder_lock} stayed"
-    );
-    assert!(
-        repo.lock_ids().is_disjoint(&stale),
-        "every stale lock is gone"
-    );
+}
 
+/// Every backup of the loops (but the `interrupted` ones) and the held one
+/// exited 0, and each loop had one running while lockwarden ran.
+fn assert_backups_unharmed(records: &[LoopRecord], holder_code: i32, interrupted: &BTreeSet<i64>) {
     let backups: usize = records.iter().map(|r| r.runs).sum();
     let failures: Vec<&Finished> = records.iter().flat_map(|r| &r.failures).collect();
     assert!(
@@ -356,24 +409,4 @@ fn stale_locks_go_while_restic_backups_keep_locking() {
             interrupted.len()
         );
     }
-
-    // All restic processes have ended: what is left are locks of interrupted
-    // backups, if any, and a last run removes exactly those.
-    let (removed, doc) = unlock_json(&repo);
-    for r in &removed {
-        assert!(
-            r.rule == "process-dead" && interrupted.contains(&r.pid),
-            "the last run removed only interrupted backups' locks, not {} ({}, pid {}): {doc:#}",
-            r.id,
-            r.rule,
-            r.pid
-        );
-    }
-    assert!(
-        repo.lock_ids().is_empty(),
-        "no lock is left: {:?}",
-        repo.lock_ids()
-    );
-    let check = repo.restic(&["check"]);
-    assert_eq!(check.code, 0, "restic check passes: {check:?}");
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use lockwarden_tests::Finished;
 use lockwarden_tests::fault_proxy::{Fault, FaultProxy, Filter};
 use lockwarden_tests::guard::{Guarded, HANG_GUARD};
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, REST_PASS, REST_USER, RestServer, TestRepo};
 use serde_json::Value;
 
@@ -41,6 +41,17 @@ struct Seeded {
     all: BTreeSet<String>,
     /// The ids a clean run (no proxy) judges `remove`.
     clean_stale: BTreeSet<String>,
+}
+
+impl Seeded {
+    /// What a clean run judges `remove`, but `victim`.
+    fn stale_but(&self, victim: &str) -> BTreeSet<String> {
+        self.clean_stale
+            .iter()
+            .filter(|id| *id != victim)
+            .cloned()
+            .collect()
+    }
 }
 
 impl Scene {
@@ -78,29 +89,29 @@ impl Scene {
         }
         let stale: Vec<String> = (0..STALE)
             .map(|n| {
-                self.writer.write(
-                    &time_from_now(-2 * 3600),
-                    "far-host",
-                    4000 + n as i64,
+                self.writer.write(LockSpec {
+                    time: time_from_now(-2 * 3600),
+                    hostname: "far-host",
+                    pid: 4000 + n as i64,
                     // Shared: restic checks the other locks again just after
                     // writing its own, and an exclusive lock seen then would
                     // make the holder give up.
-                    false,
-                    if n % 2 == 0 {
+                    exclusive: false,
+                    encoding: if n % 2 == 0 {
                         Encoding::Zstd
                     } else {
                         Encoding::Raw
                     },
-                )
+                })
             })
             .collect();
-        let fresh = self.writer.write(
-            &time_from_now(-5 * 60),
-            "near-host",
-            4100,
-            false,
-            Encoding::Raw,
-        );
+        let fresh = self.writer.write(LockSpec {
+            time: time_from_now(-5 * 60),
+            hostname: "near-host",
+            pid: 4100,
+            encoding: Encoding::Raw,
+            ..LockSpec::default()
+        });
         let all = self.repo.lock_ids();
         let clean = run(&self.repo, "check", &["--json"]);
         assert_eq!(
@@ -263,40 +274,11 @@ fn a_faulty_lock_read_makes_that_lock_unreadable_or_fails_the_run() {
         let before = scene.repo.lock_ids();
 
         let check = run(&via, "check", &["--json"]);
-        assert!(
-            proxy.injected() >= 1,
-            "{fault} was injected: {:?}",
-            proxy.seen()
-        );
+        assert_injected(&proxy);
         assert_eq!(scene.repo.lock_ids(), before, "check removes nothing");
         let per_lock = match check.code {
             3 => {
-                let doc = parse(&check);
-                let entry = doc["unreadable"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .find(|u| u["id"] == victim.as_str())
-                    .unwrap_or_else(|| panic!("{fault}: {victim} is reported unreadable: {doc:#}"));
-                assert_eq!(entry["action"], "keep", "{fault}: {entry:#}");
-                assert_eq!(entry["rule"], "unreadable", "{fault}: {entry:#}");
-                let problem = entry["problem"].as_str().unwrap_or_default();
-                assert!(
-                    names(problem, fault),
-                    "{fault}: the problem is named (one of {:?}): {problem}",
-                    words_for(fault)
-                );
-                let expected: BTreeSet<String> = seeded
-                    .clean_stale
-                    .iter()
-                    .filter(|id| **id != victim)
-                    .cloned()
-                    .collect();
-                assert_eq!(
-                    removals(&doc),
-                    expected,
-                    "{fault}: the other locks are judged as usual"
-                );
+                assert_only_victim_unreadable(&parse(&check), &seeded, &victim, fault);
                 true
             }
             _ => {
@@ -307,22 +289,7 @@ fn a_faulty_lock_read_makes_that_lock_unreadable_or_fails_the_run() {
 
         let unlock = run(&via, "unlock", &["--json"]);
         if per_lock && unlock.code == 0 {
-            let doc = parse(&unlock);
-            let removed = listed(&doc, "removed");
-            assert!(
-                !removed.contains(&victim),
-                "{fault}: the unread lock is not removed: {doc:#}"
-            );
-            assert_eq!(
-                removed.len(),
-                STALE - 1,
-                "{fault}: the other stale locks are removed: {doc:#}"
-            );
-            assert!(listed(&doc, "failed").is_empty(), "{fault}: {doc:#}");
-            assert!(
-                scene.repo.lock_ids().contains(&victim),
-                "{fault}: the unread lock stays"
-            );
+            assert_all_but_victim_removed(&parse(&unlock), &scene, &victim, fault);
         } else {
             assert_failed_cleanly("unlock", &unlock, fault, &before, &scene.repo);
         }
@@ -342,11 +309,7 @@ fn a_faulty_lock_listing_fails_the_run_and_removes_nothing() {
         let before = scene.repo.lock_ids();
         for command in ["check", "unlock"] {
             let out = run(&via, command, &["--json"]);
-            assert!(
-                proxy.injected() >= 1,
-                "{fault} was injected: {:?}",
-                proxy.seen()
-            );
+            assert_injected(&proxy);
             assert_failed_cleanly(command, &out, fault, &before, &scene.repo);
         }
         assert_only_stale_removed("unlock", &scene, &seeded, fault);
@@ -376,21 +339,11 @@ fn a_failed_delete_is_reported_as_a_failure() {
         assert_eq!(scene.repo.lock_ids(), before, "check removes nothing");
 
         let unlock = run(&via, "unlock", &["--json"]);
-        assert!(
-            proxy.injected() >= 1,
-            "{fault} was injected: {:?}",
-            proxy.seen()
-        );
+        assert_injected(&proxy);
         let doc = parse(&unlock);
         let (removed, failed) = (listed(&doc, "removed"), listed(&doc, "failed"));
-        let others: BTreeSet<String> = seeded
-            .clean_stale
-            .iter()
-            .filter(|id| **id != victim)
-            .cloned()
-            .collect();
         assert!(
-            others.is_subset(&removed),
+            seeded.stale_but(&victim).is_subset(&removed),
             "{fault}: the other stale locks are removed: {doc:#}"
         );
         assert!(
@@ -406,21 +359,7 @@ fn a_failed_delete_is_reported_as_a_failure() {
             && removed.contains(&victim)
             && !on_disk;
         if !retried_gone {
-            assert_eq!(
-                unlock.code, 1,
-                "{fault}: a failed removal is exit 1: {unlock:?}"
-            );
-            assert_eq!(failed, BTreeSet::from([victim.clone()]), "{fault}: {doc:#}");
-            assert!(
-                !removed.contains(&victim),
-                "{fault}: a failure is not a removal: {doc:#}"
-            );
-            let error = doc["failed"][0]["error"].as_str().unwrap_or_default();
-            assert!(
-                names(error, fault),
-                "{fault}: the failure names the problem (one of {:?}): {error}",
-                words_for(fault)
-            );
+            assert_only_victim_failed(&unlock, &doc, &victim, fault);
         }
         if let Fault::Status(_) = fault {
             assert!(on_disk, "the server refused: the file is still there");
@@ -429,23 +368,105 @@ fn a_failed_delete_is_reported_as_a_failure() {
 
         if let Fault::Status(_) = fault {
             // Only the victim is stale now, and its removal fails again.
-            let text = run(&via, "unlock", &[]);
-            assert_eq!(text.code, 1, "{text:?}");
-            assert!(
-                text.stderr.contains(&victim[..8]),
-                "names the lock it could not remove: {}",
-                text.stderr
-            );
-            let summary = text.stdout.lines().last().unwrap_or_default();
-            assert!(
-                removed_count(summary) == Some(0),
-                "the summary counts nothing as removed: {summary:?}\n{}",
-                text.stdout
-            );
-            assert!(scene.repo.lock_ids().contains(&victim));
+            assert_text_summary_counts_no_removal(&scene, &via, &victim);
         }
     }
     scene.finish();
+}
+
+/// The fault of `proxy` reached at least one request.
+fn assert_injected(proxy: &FaultProxy) {
+    assert!(
+        proxy.injected() >= 1,
+        "{} was injected: {:?}",
+        proxy.fault(),
+        proxy.seen()
+    );
+}
+
+/// A check document after `fault` on reading `victim`: that lock is
+/// unreadable, kept, its problem named; the others are judged as a clean run
+/// judged them.
+fn assert_only_victim_unreadable(doc: &Value, seeded: &Seeded, victim: &str, fault: Fault) {
+    let entry = doc["unreadable"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|u| u["id"] == victim)
+        .unwrap_or_else(|| panic!("{fault}: {victim} is reported unreadable: {doc:#}"));
+    assert_eq!(entry["action"], "keep", "{fault}: {entry:#}");
+    assert_eq!(entry["rule"], "unreadable", "{fault}: {entry:#}");
+    let problem = entry["problem"].as_str().unwrap_or_default();
+    assert!(
+        names(problem, fault),
+        "{fault}: the problem is named (one of {:?}): {problem}",
+        words_for(fault)
+    );
+    assert_eq!(
+        removals(doc),
+        seeded.stale_but(victim),
+        "{fault}: the other locks are judged as usual"
+    );
+}
+
+/// An unlock document after `fault` on reading `victim`: every other stale
+/// lock removed, none failed, and `victim` still there.
+fn assert_all_but_victim_removed(doc: &Value, scene: &Scene, victim: &str, fault: Fault) {
+    let removed = listed(doc, "removed");
+    assert!(
+        !removed.contains(victim),
+        "{fault}: the unread lock is not removed: {doc:#}"
+    );
+    assert_eq!(
+        removed.len(),
+        STALE - 1,
+        "{fault}: the other stale locks are removed: {doc:#}"
+    );
+    assert!(listed(doc, "failed").is_empty(), "{fault}: {doc:#}");
+    assert!(
+        scene.repo.lock_ids().contains(victim),
+        "{fault}: the unread lock stays"
+    );
+}
+
+/// An unlock (`out`, its document `doc`) after `fault` on deleting `victim`:
+/// exit 1, `victim` failed and not removed, the failure naming the problem.
+fn assert_only_victim_failed(out: &Finished, doc: &Value, victim: &str, fault: Fault) {
+    assert_eq!(out.code, 1, "{fault}: a failed removal is exit 1: {out:?}");
+    assert_eq!(
+        listed(doc, "failed"),
+        BTreeSet::from([victim.to_owned()]),
+        "{fault}: {doc:#}"
+    );
+    assert!(
+        !listed(doc, "removed").contains(victim),
+        "{fault}: a failure is not a removal: {doc:#}"
+    );
+    let error = doc["failed"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        names(error, fault),
+        "{fault}: the failure names the problem (one of {:?}): {error}",
+        words_for(fault)
+    );
+}
+
+/// A text unlock `via` the proxy whose only removal, of `victim`, fails:
+/// exit 1, the lock named, and a summary that counts nothing as removed.
+fn assert_text_summary_counts_no_removal(scene: &Scene, via: &TestRepo, victim: &str) {
+    let text = run(via, "unlock", &[]);
+    assert_eq!(text.code, 1, "{text:?}");
+    assert!(
+        text.stderr.contains(&victim[..8]),
+        "names the lock it could not remove: {}",
+        text.stderr
+    );
+    let summary = text.stdout.lines().last().unwrap_or_default();
+    assert!(
+        removed_count(summary) == Some(0),
+        "the summary counts nothing as removed: {summary:?}\n{}",
+        text.stdout
+    );
+    assert!(scene.repo.lock_ids().contains(victim));
 }
 
 /// The number before the word `removed` in a summary line.

@@ -6,8 +6,8 @@ use std::path::Path;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
-use lockwarden_tests::registry::{REGISTRY_PASS, REGISTRY_USER, Registry, digest};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
+use lockwarden_tests::registry::{REGISTRY_PASS, REGISTRY_USER, RawArtifact, Registry, digest};
 use lockwarden_tests::restic::TestRepo;
 use lockwarden_tests::{Finished, finish, guest, lockwarden};
 use serde_json::Value;
@@ -37,31 +37,20 @@ fn check_with(repo: &TestRepo, policy: &str, docker_config: &Path) -> Finished {
 /// A repository holding one lock 31 minutes old that nobody vouches for.
 fn repo_with_stale_lock() -> (TestRepo, String) {
     let repo = TestRepo::init_local();
-    let id = LockWriter::new(&repo).write(
-        &time_from_now(-31 * 60),
-        "gone-host",
-        7,
-        false,
-        Encoding::Raw,
-    );
+    let id = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-31 * 60),
+        hostname: "gone-host",
+        pid: 7,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
     (repo, id)
 }
 
-#[test]
-fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let registry = Registry::start(dir.path());
-    let docker = dir.path().join("docker");
-    let default = guest("default");
-    let reference = format!("oci://{}/lockwarden/default:0.1.0", registry.host);
-    let out = push(&default, &reference, &docker);
-    assert_eq!(out.code, 0, "{out:?}");
-    let pinned = out.stdout.trim().to_owned();
-    let (manifest, manifest_digest) = registry.manifest("lockwarden/default", "0.1.0");
-    assert_eq!(pinned, format!("{reference}@{manifest_digest}"));
-
-    // The layout wkg, wasmCloud and Spin read: a wasm config and one
-    // application/wasm layer holding exactly the component.
+/// `manifest` of `lockwarden/default` in `registry` is in the layout wkg,
+/// wasmCloud and Spin read: a wasm config and one application/wasm layer
+/// holding exactly the component at `component`.
+fn assert_wasm_layout(registry: &Registry, manifest: &Value, component: &Path) {
     assert_eq!(
         manifest["config"]["mediaType"],
         "application/vnd.wasm.config.v0+json"
@@ -69,7 +58,7 @@ fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
     let layers = manifest["layers"].as_array().expect("layers");
     assert_eq!(layers.len(), 1, "{manifest:#}");
     assert_eq!(layers[0]["mediaType"], "application/wasm");
-    let component = std::fs::read(&default).expect("read the component");
+    let component = std::fs::read(component).expect("read the component");
     assert_eq!(layers[0]["digest"], digest(&component));
     let config: Value = serde_json::from_slice(
         &registry.blob(
@@ -86,6 +75,22 @@ fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
         manifest["annotations"]["org.opencontainers.image.title"],
         "lockwarden-default"
     );
+}
+
+#[test]
+fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = Registry::start(dir.path());
+    let docker = dir.path().join("docker");
+    let default = guest("default");
+    let reference = format!("oci://{}/lockwarden/default:0.1.0", registry.host);
+    let out = push(&default, &reference, &docker);
+    assert_eq!(out.code, 0, "{out:?}");
+    let pinned = out.stdout.trim().to_owned();
+    let (manifest, manifest_digest) = registry.manifest("lockwarden/default", "0.1.0");
+    assert_eq!(pinned, format!("{reference}@{manifest_digest}"));
+
+    assert_wasm_layout(&registry, &manifest, &default);
 
     let (repo, stale) = repo_with_stale_lock();
     let out = check_with(&repo, &pinned, &docker);
@@ -109,12 +114,7 @@ fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
             .args(["--insecure-registry", "--policy", &reference])
             .env("DOCKER_CONFIG", &docker),
     );
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(
-        out.stderr.contains("cannot reach registry"),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(1, "cannot reach registry");
     assert!(repo.lock_ids().contains(&stale), "nothing may be removed");
 }
 
@@ -153,12 +153,7 @@ fn a_tampered_layer_is_refused_and_nothing_runs() {
         digest(b"other")
     );
     let out = check_with(&repo, &unknown, &docker);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(
-        out.stderr.contains("does not exist in the registry"),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(1, "does not exist in the registry");
 }
 
 #[test]
@@ -168,31 +163,42 @@ fn artifacts_that_are_not_components_are_refused() {
     let docker = dir.path().join("docker");
     let (repo, stale) = repo_with_stale_lock();
     let core_module = b"\0asm\x01\0\0\0";
+    let wasm_config = "application/vnd.wasm.config.v0+json";
     let cases = [
         (
-            "core",
-            "application/vnd.wasm.config.v0+json",
-            "application/wasm",
-            &core_module[..],
+            RawArtifact {
+                repository: "lockwarden/odd",
+                tag: "core",
+                config_type: wasm_config,
+                layer_type: "application/wasm",
+                layer: &core_module[..],
+            },
             "core WebAssembly module",
         ),
         (
-            "image",
-            "application/vnd.oci.image.config.v1+json",
-            "application/vnd.oci.image.layer.v1.tar+gzip",
-            b"not wasm",
+            RawArtifact {
+                repository: "lockwarden/odd",
+                tag: "image",
+                config_type: "application/vnd.oci.image.config.v1+json",
+                layer_type: "application/vnd.oci.image.layer.v1.tar+gzip",
+                layer: b"not wasm",
+            },
             "is not a WebAssembly component artifact",
         ),
         (
-            "json",
-            "application/vnd.wasm.config.v0+json",
-            "application/wasm",
-            b"{}",
+            RawArtifact {
+                repository: "lockwarden/odd",
+                tag: "json",
+                config_type: wasm_config,
+                layer_type: "application/wasm",
+                layer: b"{}",
+            },
             "magic number",
         ),
     ];
-    for (tag, config_type, layer_type, layer, says) in cases {
-        registry.push_raw("lockwarden/odd", tag, config_type, layer_type, layer);
+    for (artifact, says) in cases {
+        registry.push_raw(&artifact);
+        let tag = artifact.tag;
         let reference = format!("oci://{}/lockwarden/odd:{tag}", registry.host);
         let out = check_with(&repo, &reference, &docker);
         assert_eq!(out.code, 1, "{tag}: {out:?}");
@@ -208,8 +214,7 @@ fn artifacts_that_are_not_components_are_refused() {
         &format!("oci://{}/lockwarden/odd:text", registry.host),
         &docker,
     );
-    assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.contains("refusing to push"), "{}", out.stderr);
+    out.assert_exit(2, "refusing to push");
 }
 
 #[test]
@@ -219,8 +224,7 @@ fn credentials_come_from_the_docker_config() {
     let reference = format!("oci://{}/private/default:1", registry.host);
     let anonymous = dir.path().join("no-docker-config");
     let out = push(&guest("default"), &reference, &anonymous);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("docker login"), "{}", out.stderr);
+    out.assert_exit(1, "docker login");
 
     let docker = dir.path().join("docker");
     std::fs::create_dir_all(&docker).expect("docker config dir");
@@ -239,8 +243,7 @@ fn credentials_come_from_the_docker_config() {
     let (repo, _) = repo_with_stale_lock();
     assert_eq!(check_with(&repo, &pinned, &docker).code, 3);
     let out = check_with(&repo, &reference, &anonymous);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("refused access"), "{}", out.stderr);
+    out.assert_exit(1, "refused access");
 }
 
 #[test]
@@ -265,17 +268,11 @@ fn plain_http_only_on_loopback_and_only_when_asked() {
             .args(["--policy", &local])
             .env("DOCKER_CONFIG", &docker),
     );
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("--insecure-registry"), "{}", out.stderr);
+    out.assert_exit(1, "--insecure-registry");
 
     let out = finish(
         repo.lockwarden("check")
             .args(["--policy", "oci://ghcr.io/org/p"]),
     );
-    assert_eq!(out.code, 2, "{out:?}");
-    assert!(
-        out.stderr.contains("neither a tag nor a digest"),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(2, "neither a tag nor a digest");
 }

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::adversary::{pair, reason, verdict};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo, free_port};
 use lockwarden_tests::{Finished, finish, lockwarden};
 use serde_json::Value;
@@ -31,13 +32,13 @@ fn run_restic_through_lockwarden(
 #[test]
 fn run_gets_restic_through_a_stale_exclusive_lock() {
     let repo = TestRepo::init_local();
-    let stale = LockWriter::new(&repo).write(
-        &time_from_now(-40 * MINUTE),
-        "evicted-pod",
-        1,
-        true,
-        Encoding::Zstd,
-    );
+    let stale = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-40 * MINUTE),
+        hostname: "evicted-pod",
+        pid: 1,
+        exclusive: true,
+        ..LockSpec::default()
+    });
     let blocked = repo.restic(&["snapshots"]);
     assert_ne!(blocked.code, 0, "restic alone is blocked: {blocked:?}");
 
@@ -49,8 +50,7 @@ fn run_gets_restic_through_a_stale_exclusive_lock() {
         &[],
         &["backup", data.to_str().expect("utf-8")],
     ));
-    assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stderr.contains("removed stale lock"), "{}", out.stderr);
+    out.assert_exit(0, "removed stale lock");
     assert!(!repo.lock_ids().contains(&stale));
     let snapshots = repo.restic(&["snapshots", "--json"]);
     let list: Value = serde_json::from_str(&snapshots.stdout).expect("JSON");
@@ -171,47 +171,40 @@ fn stop(mut child: Child) -> (Duration, String) {
     (took, stderr)
 }
 
+/// A watch configuration's `[[repository]]` table for `repo`, named `name`,
+/// with the password in `password_file`, checked every 2 s.
+fn repository_entry(name: &str, repo: &TestRepo, password_file: &Path) -> String {
+    format!(
+        "\n[[repository]]\nname = \"{name}\"\nrepository = \"{}\"\npassword_file = \"{}\"\ninterval = \"2s\"\n",
+        repo.location,
+        password_file.display()
+    )
+}
+
 #[test]
 fn watch_cleans_one_repository_while_another_fails_and_serves_metrics() {
     let good = TestRepo::init_local();
-    let stale = LockWriter::new(&good).write(
-        &time_from_now(-45 * MINUTE),
-        "gone",
-        3,
-        false,
-        Encoding::Raw,
-    );
+    let stale = LockWriter::new(&good).write(LockSpec {
+        time: time_from_now(-45 * MINUTE),
+        hostname: "gone",
+        pid: 3,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
     let bad = TestRepo::init_local();
     let wrong = bad.dir.path().join("wrong");
     std::fs::write(&wrong, "not it").expect("write");
     let addr = format!("127.0.0.1:{}", free_port());
     let config = good.dir.path().join("watch.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"metrics_addr = "{addr}"
-state_dir = "{state}"
-
-[[repository]]
-name = "good"
-repository = "{good}"
-password_file = "{good_pw}"
-interval = "2s"
-
-[[repository]]
-name = "bad"
-repository = "{bad}"
-password_file = "{wrong}"
-interval = "2s"
-"#,
-            state = good.dir.path().join("state").display(),
-            good = good.location,
-            good_pw = good.password_file().display(),
-            bad = bad.location,
-            wrong = wrong.display(),
-        ),
-    )
-    .expect("write config");
+    let header = format!(
+        "metrics_addr = \"{addr}\"\nstate_dir = \"{}\"\n",
+        good.dir.path().join("state").display()
+    );
+    let repositories = [
+        repository_entry("good", &good, &good.password_file()),
+        repository_entry("bad", &bad, &wrong),
+    ];
+    std::fs::write(&config, header + &repositories.concat()).expect("write config");
     let child = lockwarden(&good.dir.path().join("cache"))
         .args(["watch", "--config"])
         .arg(&config)
@@ -255,13 +248,12 @@ interval = "2s"
 fn first_seen_times_survive_a_restart_and_drive_the_unrefreshed_rule() {
     let repo = TestRepo::init_local();
     // Dated 2 h in the future by a skewed clock: never `expired`.
-    let skewed = LockWriter::new(&repo).write(
-        &time_from_now(120 * MINUTE),
-        "fast-clock",
-        8,
-        false,
-        Encoding::Zstd,
-    );
+    let skewed = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(120 * MINUTE),
+        hostname: "fast-clock",
+        pid: 8,
+        ..LockSpec::default()
+    });
     let state = repo.dir.path().join("state");
     let check = |repo: &TestRepo| -> Value {
         let out = finish(
@@ -321,65 +313,74 @@ fn inventory_check(repo: &TestRepo, inventory: &[&str]) -> (i32, Value, String) 
     (out.code, doc, out.stderr)
 }
 
-fn rule_of(doc: &Value, id: &str) -> (String, String) {
-    let lock = doc["locks"]
-        .as_array()
-        .expect("locks")
-        .iter()
-        .find(|l| l["id"] == id)
-        .expect("lock");
-    (
-        lock["action"].as_str().expect("a").to_owned(),
-        lock["rule"].as_str().expect("r").to_owned(),
-    )
+/// Four young locks of hosts the fixture `kubectl get pods` inventory
+/// (fixtures/kubectl-get-pods.json) knows or not.
+struct Pods {
+    repo: TestRepo,
+    /// A pod listed as running.
+    running: String,
+    /// A pod not listed.
+    gone: String,
+    /// A pod listed as finished.
+    finished: String,
+    /// A host the inventory regex `^velero-` does not cover.
+    outside: String,
 }
 
-#[test]
-fn a_kubectl_inventory_removes_the_lock_of_a_gone_pod_and_keeps_a_running_one() {
-    let repo = TestRepo::init_local();
-    let writer = LockWriter::new(&repo);
-    let young = time_from_now(-2 * MINUTE);
-    let running = writer.write(
-        &young,
-        "velero-node-agent-running",
-        7,
-        false,
-        Encoding::Zstd,
-    );
-    let gone = writer.write(&young, "velero-gone-7d9f", 7, false, Encoding::Zstd);
-    let finished = writer.write(&young, "velero-backup-finished", 7, false, Encoding::Raw);
-    let outside = writer.write(&young, "laptop", 7, false, Encoding::Raw);
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kubectl-get-pods.json");
-    let fixture = fixture.to_str().expect("utf-8");
+impl Pods {
+    fn new() -> Pods {
+        let repo = TestRepo::init_local();
+        let writer = LockWriter::new(&repo);
+        let young = time_from_now(-2 * MINUTE);
+        let lock = |hostname: &str, encoding: Encoding| {
+            writer.write(LockSpec {
+                time: young.clone(),
+                hostname,
+                pid: 7,
+                encoding,
+                ..LockSpec::default()
+            })
+        };
+        let running = lock("velero-node-agent-running", Encoding::Zstd);
+        let gone = lock("velero-gone-7d9f", Encoding::Zstd);
+        let finished = lock("velero-backup-finished", Encoding::Raw);
+        let outside = lock("laptop", Encoding::Raw);
+        Pods {
+            repo,
+            running,
+            gone,
+            finished,
+            outside,
+        }
+    }
 
-    let judged_by_inventory = |doc: &Value| {
-        assert_eq!(rule_of(doc, &running), ("keep".into(), "fresh".into()));
-        assert_eq!(rule_of(doc, &gone), ("remove".into(), "host-gone".into()));
-        assert_eq!(
-            rule_of(doc, &finished),
-            ("remove".into(), "host-gone".into())
-        );
-        assert_eq!(rule_of(doc, &outside), ("keep".into(), "fresh".into()));
-        let reason = doc["locks"]
-            .as_array()
-            .expect("locks")
-            .iter()
-            .find(|l| l["id"] == gone.as_str())
-            .expect("lock")["reason"]
-            .as_str()
-            .expect("reason")
-            .to_owned();
+    /// The check document `doc` judged every lock by the inventory: the
+    /// running pod's and the outside host's kept, the others' hosts gone.
+    fn assert_judged_by_inventory(&self, doc: &Value) {
+        assert_eq!(verdict(doc, &self.running), pair("keep", "fresh"));
+        assert_eq!(verdict(doc, &self.gone), pair("remove", "host-gone"));
+        assert_eq!(verdict(doc, &self.finished), pair("remove", "host-gone"));
+        assert_eq!(verdict(doc, &self.outside), pair("keep", "fresh"));
+        let reason = reason(doc, &self.gone);
         assert!(
             reason.contains("pod velero-gone-7d9f no longer exists"),
             "{reason}"
         );
-    };
+    }
+}
+
+#[test]
+fn a_kubectl_inventory_removes_the_lock_of_a_gone_pod_and_keeps_a_running_one() {
+    let pods = Pods::new();
+    let repo = &pods.repo;
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kubectl-get-pods.json");
+    let fixture = fixture.to_str().expect("utf-8");
 
     // A command runs after the locks are listed: its answer is younger than
     // every lock, so absence from it counts.
-    let (code, doc, _) = inventory_check(&repo, &["--hosts-command", &format!("cat {fixture}")]);
+    let (code, doc, _) = inventory_check(repo, &["--hosts-command", &format!("cat {fixture}")]);
     assert_eq!(code, 3, "{doc:#}");
-    judged_by_inventory(&doc);
+    pods.assert_judged_by_inventory(&doc);
 
     // A file counts by its modification time: written before lockwarden saw
     // the locks, absence from it proves nothing ...
@@ -393,27 +394,23 @@ fn a_kubectl_inventory_removes_the_lock_of_a_gone_pod_and_keeps_a_running_one() 
         "--state-dir",
         state.to_str().expect("utf-8"),
     ];
-    let (code, doc, _) = inventory_check(&repo, &file_source);
-    assert_eq!(
-        rule_of(&doc, &gone),
-        ("keep".into(), "fresh".into()),
-        "{doc:#}"
-    );
+    let (code, doc, _) = inventory_check(repo, &file_source);
+    assert_eq!(verdict(&doc, &pods.gone), pair("keep", "fresh"), "{doc:#}");
     assert_eq!(code, 3, "the finished pod is still proof: {doc:#}");
     // ... rewritten after lockwarden first saw them (the state dir
     // remembers when), it does.
     std::thread::sleep(std::time::Duration::from_millis(20));
     std::fs::copy(fixture, hosts).expect("rewrite the inventory");
-    let (code, doc, _) = inventory_check(&repo, &file_source);
+    let (code, doc, _) = inventory_check(repo, &file_source);
     assert_eq!(code, 3, "{doc:#}");
-    judged_by_inventory(&doc);
+    pods.assert_judged_by_inventory(&doc);
 
     // A failing inventory removes nothing and says so.
     let (code, doc, stderr) = inventory_check(
-        &repo,
+        repo,
         &["--hosts-command", "kubectl-is-not-here get pods -A -o json"],
     );
     assert_eq!(code, 0, "{doc:#}");
-    assert_eq!(rule_of(&doc, &gone), ("keep".into(), "fresh".into()));
+    assert_eq!(verdict(&doc, &pods.gone), pair("keep", "fresh"));
     assert!(stderr.contains("host inventory unusable"), "{stderr}");
 }

@@ -124,8 +124,7 @@ fn invalid_json_is_a_usage_error_naming_line_and_column() {
             .args(["policy", "eval", "--request"])
             .arg(&file),
     );
-    assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.contains("broken.json"), "{}", out.stderr);
+    out.assert_exit(2, "broken.json");
     assert!(out.stderr.contains("line 3 column"), "{}", out.stderr);
 }
 
@@ -140,8 +139,7 @@ fn bad_settings_are_usage_errors_naming_the_key() {
         ),
     ] {
         let out = eval(dir.path(), &request(json!([]), settings), &[]);
-        assert_eq!(out.code, 2, "{out:?}");
-        assert!(out.stderr.contains(want), "{}", out.stderr);
+        out.assert_exit(2, want);
         assert!(
             out.stdout.is_empty(),
             "no verdicts on error: {}",
@@ -160,12 +158,7 @@ fn a_misbehaving_policy_file_fails_the_command_with_a_clear_message() {
         &req,
         &["--policy", spin.to_str().expect("utf-8 path")],
     );
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(
-        out.stderr.contains("did not finish within 1000 ms"),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(1, "did not finish within 1000 ms");
     assert!(out.stdout.is_empty());
 
     let missing = finish(lockwarden(&dir.path().join("cache")).args([

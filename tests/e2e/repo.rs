@@ -1,11 +1,11 @@
 //! `lockwarden check` and `unlock` on real restic repositories, against real
 //! restic processes, compared with `restic unlock`.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
+use lockwarden_tests::adversary::{entry, ids, problem, this_hostname};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, REST_PASS, RestServer, TestRepo, free_port};
 use lockwarden_tests::{Finished, finish, lockwarden};
 use serde_json::Value;
@@ -26,21 +26,9 @@ fn check_json(repo: &TestRepo) -> (i32, Value) {
 
 /// (action, rule, reason) of lock `id` in a check document.
 fn verdict(doc: &Value, id: &str) -> (String, String, String) {
-    let entry = ["locks", "unreadable"]
-        .iter()
-        .flat_map(|k| doc[k].as_array().into_iter().flatten())
-        .find(|l| l["id"] == id)
-        .unwrap_or_else(|| panic!("no entry for {id} in {doc:#}"));
+    let entry = entry(doc, id);
     let s = |k: &str| entry[k].as_str().unwrap_or_default().to_owned();
     (s("action"), s("rule"), s("reason"))
-}
-
-fn this_hostname() -> String {
-    lockwarden::evidence::hostname().expect("this machine has a hostname")
-}
-
-fn ids(list: &[&String]) -> BTreeSet<String> {
-    list.iter().map(|s| (*s).clone()).collect()
 }
 
 /// Removes the locks a test left on purpose, so restic's exclusive commands
@@ -56,7 +44,13 @@ fn the_lock_writer_writes_what_restic_reads() {
     let repo = TestRepo::init_local();
     let writer = LockWriter::new(&repo);
     for encoding in [Encoding::Raw, Encoding::Zstd] {
-        let id = writer.write(&time_from_now(-60), "writer-host", 4242, true, encoding);
+        let id = writer.write(LockSpec {
+            time: time_from_now(-60),
+            hostname: "writer-host",
+            pid: 4242,
+            exclusive: true,
+            encoding,
+        });
         let out = repo.restic(&["cat", "lock", &id, "--no-lock"]);
         assert_eq!(out.code, 0, "{encoding:?}: {out:?}");
         let json: Value = serde_json::from_str(&out.stdout).expect("restic prints JSON");
@@ -118,27 +112,25 @@ fn locks_from_other_hosts_are_judged_by_age() {
     // Written by restic itself on "otherhost", then killed: young, kept.
     let restic_young = Holder::start_on_host(&repo, "otherhost").kill();
     let writer = LockWriter::new(&repo);
-    let old = writer.write(
-        &time_from_now(-31 * MINUTE),
-        "otherhost",
-        77,
-        true,
-        Encoding::Raw,
-    );
-    let young = writer.write(
-        &time_from_now(-10 * MINUTE),
-        "otherhost",
-        78,
-        false,
-        Encoding::Zstd,
-    );
-    let future = writer.write(
-        &time_from_now(120 * MINUTE),
-        "skewed",
-        79,
-        false,
-        Encoding::Zstd,
-    );
+    let old = writer.write(LockSpec {
+        time: time_from_now(-31 * MINUTE),
+        hostname: "otherhost",
+        pid: 77,
+        exclusive: true,
+        encoding: Encoding::Raw,
+    });
+    let young = writer.write(LockSpec {
+        time: time_from_now(-10 * MINUTE),
+        hostname: "otherhost",
+        pid: 78,
+        ..LockSpec::default()
+    });
+    let future = writer.write(LockSpec {
+        time: time_from_now(120 * MINUTE),
+        hostname: "skewed",
+        pid: 79,
+        ..LockSpec::default()
+    });
 
     let (code, doc) = check_json(&repo);
     assert_eq!(code, 3);
@@ -171,13 +163,12 @@ fn a_reused_pid_does_not_keep_a_lock_alive() {
         .spawn()
         .expect("spawn sleep");
     let writer = LockWriter::new(&repo);
-    let id = writer.write(
-        &time_from_now(-10 * MINUTE),
-        &this_hostname(),
-        i64::from(sleeper.id()),
-        false,
-        Encoding::Zstd,
-    );
+    let id = writer.write(LockSpec {
+        time: time_from_now(-10 * MINUTE),
+        hostname: &this_hostname(),
+        pid: i64::from(sleeper.id()),
+        ..LockSpec::default()
+    });
     let (_, doc) = check_json(&repo);
     let (action, rule, reason) = verdict(&doc, &id);
     assert_eq!(
@@ -197,62 +188,78 @@ fn a_reused_pid_does_not_keep_a_lock_alive() {
     repo.assert_usable();
 }
 
+/// Lock files of a repository that are not locks it can read, one of each
+/// kind.
+struct Unreadable {
+    /// An empty file.
+    empty: String,
+    /// 200 bytes of noise.
+    corrupt: String,
+    /// A lock sealed with another repository's key.
+    foreign: String,
+    /// A valid lock stored under the wrong name.
+    misnamed: String,
+}
+
+impl Unreadable {
+    /// Writes one of each into `repo`.
+    fn write(repo: &TestRepo) -> Unreadable {
+        let writer = LockWriter::new(repo);
+        // Empty (never under e3b0c442..., the SHA-256 of nothing, which makes
+        // restic 0.14 panic).
+        let empty = "0e".repeat(32);
+        writer.write_named(&empty, b"");
+        let corrupt = writer.write_bytes(&[0x5a; 200]);
+        let stale = || LockSpec {
+            time: time_from_now(-40 * MINUTE),
+            hostname: "x",
+            pid: 1,
+            encoding: Encoding::Raw,
+            ..LockSpec::default()
+        };
+        let other = TestRepo::init_local();
+        let foreign = LockWriter::new(&other).write(stale());
+        let foreign_bytes = std::fs::read(other.path.join("locks").join(&foreign)).expect("read");
+        writer.write_named(&foreign, &foreign_bytes);
+        let misnamed = "ab".repeat(32);
+        let good = writer.write(stale());
+        let good_bytes = std::fs::read(repo.path.join("locks").join(&good)).expect("read");
+        std::fs::remove_file(repo.path.join("locks").join(&good)).expect("rm");
+        writer.write_named(&misnamed, &good_bytes);
+        Unreadable {
+            empty,
+            corrupt,
+            foreign,
+            misnamed,
+        }
+    }
+}
+
 #[test]
 fn unreadable_lock_files_are_reported_and_never_removed() {
     let repo = TestRepo::init_local();
-    let writer = LockWriter::new(&repo);
-    // Empty (never under e3b0c442..., the SHA-256 of nothing, which makes
-    // restic 0.14 panic).
-    let empty = "0e".repeat(32);
-    writer.write_named(&empty, b"");
-    let corrupt = writer.write_bytes(&[0x5a; 200]);
-    // A lock sealed with another repository's key.
-    let other = TestRepo::init_local();
-    let foreign_id =
-        LockWriter::new(&other).write(&time_from_now(-40 * MINUTE), "x", 1, false, Encoding::Raw);
-    let foreign_bytes = std::fs::read(other.path.join("locks").join(&foreign_id)).expect("read");
-    writer.write_named(&foreign_id, &foreign_bytes);
-    // A valid lock stored under the wrong name.
-    let misnamed = "ab".repeat(32);
-    let good = writer.write(&time_from_now(-40 * MINUTE), "x", 1, false, Encoding::Raw);
-    let good_bytes = std::fs::read(repo.path.join("locks").join(&good)).expect("read");
-    std::fs::remove_file(repo.path.join("locks").join(&good)).expect("rm");
-    writer.write_named(&misnamed, &good_bytes);
+    let files = Unreadable::write(&repo);
 
     let (code, doc) = check_json(&repo);
     assert_eq!(code, 0, "nothing to remove: {doc:#}");
-    let problem = |id: &str| {
+    let kept_unreadable = |id: &str| {
         let (action, rule, _) = verdict(&doc, id);
         assert_eq!(
             (action.as_str(), rule.as_str()),
             ("keep", "unreadable"),
             "{id}"
         );
-        doc["unreadable"]
-            .as_array()
-            .expect("unreadable")
-            .iter()
-            .find(|u| u["id"] == id)
-            .and_then(|u| u["problem"].as_str())
-            .expect("problem")
-            .to_owned()
+        problem(&doc, id)
     };
-    assert_eq!(problem(&empty), "empty file");
-    assert!(
-        problem(&corrupt).contains("MAC check failed"),
-        "{}",
-        problem(&corrupt)
-    );
-    assert!(
-        problem(&foreign_id).contains("MAC check failed"),
-        "{}",
-        problem(&foreign_id)
-    );
-    assert!(
-        problem(&misnamed).contains("does not match its name"),
-        "{}",
-        problem(&misnamed)
-    );
+    assert_eq!(kept_unreadable(&files.empty), "empty file");
+    for (id, part) in [
+        (&files.corrupt, "MAC check failed"),
+        (&files.foreign, "MAC check failed"),
+        (&files.misnamed, "does not match its name"),
+    ] {
+        let problem = kept_unreadable(id);
+        assert!(problem.contains(part), "{problem}");
+    }
 
     let before = repo.lock_ids();
     let out = warden(&repo, "unlock", &[]);
@@ -270,13 +277,13 @@ fn unreadable_lock_files_are_reported_and_never_removed() {
 #[test]
 fn a_wrong_password_exits_12_and_touches_nothing() {
     let repo = TestRepo::init_local();
-    let stale = LockWriter::new(&repo).write(
-        &time_from_now(-2 * 60 * MINUTE),
-        "gone",
-        5,
-        true,
-        Encoding::Raw,
-    );
+    let stale = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-2 * 60 * MINUTE),
+        hostname: "gone",
+        pid: 5,
+        exclusive: true,
+        encoding: Encoding::Raw,
+    });
     let wrong = repo.dir.path().join("wrong-password");
     std::fs::write(&wrong, "not the password").expect("write");
     let out = finish(
@@ -284,8 +291,7 @@ fn a_wrong_password_exits_12_and_touches_nothing() {
             .args(["unlock", "-r", &repo.location, "--password-file"])
             .arg(&wrong),
     );
-    assert_eq!(out.code, 12, "{out:?}");
-    assert!(out.stderr.contains("wrong password"), "{}", out.stderr);
+    out.assert_exit(12, "wrong password");
     assert!(
         out.stderr.contains(&repo.location),
         "names the repository: {}",
@@ -309,12 +315,7 @@ fn a_missing_repository_exits_10() {
                 .arg("-p")
                 .arg(dir.path().join("pw")),
         );
-        assert_eq!(out.code, 10, "{out:?}");
-        assert!(
-            out.stderr.contains("no restic repository at"),
-            "{}",
-            out.stderr
-        );
+        out.assert_exit(10, "no restic repository at");
         assert!(
             out.stderr.contains("restic init"),
             "says what to do: {}",
@@ -326,24 +327,19 @@ fn a_missing_repository_exits_10() {
             .arg("check")
             .env_remove("RESTIC_REPOSITORY"),
     );
-    assert_eq!(usage.code, 2, "{usage:?}");
-    assert!(
-        usage.stderr.contains("no repository given"),
-        "{}",
-        usage.stderr
-    );
+    usage.assert_exit(2, "no repository given");
 }
 
 #[test]
 fn repository_and_password_come_from_restics_environment_variables() {
     let repo = TestRepo::init_local();
-    let stale = LockWriter::new(&repo).write(
-        &time_from_now(-45 * MINUTE),
-        "gone",
-        5,
-        false,
-        Encoding::Raw,
-    );
+    let stale = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-45 * MINUTE),
+        hostname: "gone",
+        pid: 5,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
     let location_file = repo.dir.path().join("repository");
     std::fs::write(&location_file, format!("{}\n", repo.location)).expect("write");
     let out = finish(
@@ -386,13 +382,13 @@ fn with_no_evidence_lockwarden_removes_what_restic_unlock_removes() {
         } else {
             Encoding::Zstd
         };
-        writer.write(
-            &time_from_now(minutes * MINUTE),
-            &format!("host-{n}"),
-            100 + n as i64,
-            n % 3 == 0,
+        writer.write(LockSpec {
+            time: time_from_now(minutes * MINUTE),
+            hostname: &format!("host-{n}"),
+            pid: 100 + n as i64,
+            exclusive: n % 3 == 0,
             encoding,
-        );
+        });
     }
     let copy = |name: &str| {
         let to = lockwarden_tests::adversary::copy_repo(&repo, name);
@@ -424,13 +420,13 @@ fn the_same_repository_over_rest() {
     let live = Holder::start(&repo);
     let dead = Holder::start(&repo).kill();
     let writer = LockWriter::new(&repo);
-    let old = writer.write(
-        &time_from_now(-31 * MINUTE),
-        "elsewhere",
-        9,
-        true,
-        Encoding::Zstd,
-    );
+    let old = writer.write(LockSpec {
+        time: time_from_now(-31 * MINUTE),
+        hostname: "elsewhere",
+        pid: 9,
+        exclusive: true,
+        ..LockSpec::default()
+    });
 
     let (code, doc) = check_json(&repo);
     assert_eq!(code, 3, "{doc:#}");
@@ -481,24 +477,19 @@ fn other_backends_are_read_through_restic_and_unlock_refuses_there() {
     let path = dir.path().join("repo");
     let repo = TestRepo::at(format!("rclone:{}", path.display()), path.clone());
     repo.init();
-    let stale = LockWriter::for_dir(Path::new(&path), lockwarden_tests::restic::PASSWORD).write(
-        &time_from_now(-40 * MINUTE),
-        "far",
-        3,
-        false,
-        Encoding::Zstd,
-    );
+    let stale =
+        LockWriter::for_dir(Path::new(&path), lockwarden_tests::restic::PASSWORD).write(LockSpec {
+            time: time_from_now(-40 * MINUTE),
+            hostname: "far",
+            pid: 3,
+            ..LockSpec::default()
+        });
     let (code, doc) = check_json(&repo);
     assert_eq!(code, 3, "{doc:#}");
     assert_eq!(doc["repository"]["backend"], "rclone");
     assert_eq!(verdict(&doc, &stale).1, "expired");
     let out = warden(&repo, "unlock", &[]);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(
-        out.stderr.contains("cannot remove a lock there by id"),
-        "{}",
-        out.stderr
-    );
+    out.assert_exit(1, "cannot remove a lock there by id");
     assert!(repo.lock_ids().contains(&stale), "nothing removed");
     let dry = warden(&repo, "unlock", &["--dry-run"]);
     assert_eq!(dry.code, 0, "{dry:?}");

@@ -50,6 +50,16 @@ pub fn verdict(doc: &Value, id: &str) -> (String, String) {
     (s("action"), s("rule"))
 }
 
+/// An expected [`verdict`]: `(action, rule)`.
+pub fn pair(action: &str, rule: &str) -> (String, String) {
+    (action.to_owned(), rule.to_owned())
+}
+
+/// Lock ids as a set, to compare with [`TestRepo::lock_ids`].
+pub fn ids(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
 /// The reason given for `id`.
 pub fn reason(doc: &Value, id: &str) -> String {
     entry(doc, id)["reason"]

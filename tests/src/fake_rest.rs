@@ -87,70 +87,117 @@ fn serve(stream: TcpStream, root: &Path, hook: &Hook, stop: &AtomicBool) {
         Err(_) => return,
     });
     let mut out = stream;
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut v2 = false;
-        let mut body_len = 0usize;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            let lower = header.to_ascii_lowercase();
-            v2 |= lower.starts_with("accept:") && lower.contains(V2);
-            if let Some(n) = lower.strip_prefix("content-length:") {
-                body_len = n.trim().parse().unwrap_or(0);
-            }
-        }
-        if body_len > 0 {
-            let mut body = vec![0u8; body_len];
-            if std::io::Read::read_exact(&mut reader, &mut body).is_err() {
-                return;
-            }
-        }
-        let mut parts = request_line.split_whitespace();
-        let method = parts.next().unwrap_or("").to_owned();
-        let target = parts.next().unwrap_or("");
-        let path = target.strip_prefix("/repo/").unwrap_or("").to_owned();
-        let (status, content_type, body) = match hook(&method, &path) {
-            Reply::Default => default_reply(root, &method, &path, v2),
-            Reply::Status(status) => (status, "text/plain", Vec::new()),
-            Reply::Body(content_type, body) => (200, content_type, body),
+    while let Some(request) = read_request(&mut reader) {
+        let response = match hook(&request.method, &request.path) {
+            Reply::Default => default_reply(root, &request),
+            Reply::Status(status) => Response::empty(status),
+            Reply::Body(content_type, body) => Response {
+                status: 200,
+                content_type,
+                body,
+            },
             Reply::Hang => {
-                let until = Instant::now() + Duration::from_secs(600);
-                while !stop.load(Ordering::SeqCst) && Instant::now() < until {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
+                hang(stop);
                 return;
             }
         };
-        let head = format!(
-            "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
-            if status < 300 { "OK" } else { "Error" },
-            if method == "HEAD" { 0 } else { body.len() }
-        );
-        let sent = out.write_all(head.as_bytes()).and_then(|()| {
-            if method == "HEAD" {
-                Ok(())
-            } else {
-                out.write_all(&body)
-            }
-        });
-        if sent.is_err() {
+        if response.send(&mut out, request.method == "HEAD").is_err() {
             return;
         }
     }
 }
 
-/// What rest-server answers for `path` of the repository at `root`.
-fn default_reply(root: &Path, method: &str, path: &str, v2: bool) -> (u16, &'static str, Vec<u8>) {
+/// One request to the server, its body read and dropped.
+struct Request {
+    /// `GET`, `HEAD`, `DELETE`, ...
+    method: String,
+    /// Relative to the repository (`config`, `keys/`, `locks/<id>`).
+    path: String,
+    /// The client accepts REST v2 listings.
+    v2: bool,
+}
+
+/// The next request on the connection; `None` when it closes or fails.
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let mut v2 = false;
+    let mut body_len = 0usize;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 {
+            return None;
+        }
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let lower = header.to_ascii_lowercase();
+        v2 |= lower.starts_with("accept:") && lower.contains(V2);
+        if let Some(n) = lower.strip_prefix("content-length:") {
+            body_len = n.trim().parse().unwrap_or(0);
+        }
+    }
+    if body_len > 0 {
+        let mut body = vec![0u8; body_len];
+        std::io::Read::read_exact(reader, &mut body).ok()?;
+    }
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_owned();
+    let target = parts.next().unwrap_or("");
+    let path = target.strip_prefix("/repo/").unwrap_or("").to_owned();
+    Some(Request { method, path, v2 })
+}
+
+/// Answers nothing until the server stops (or ten minutes pass).
+fn hang(stop: &AtomicBool) {
+    let until = Instant::now() + Duration::from_secs(600);
+    while !stop.load(Ordering::SeqCst) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One response of the server.
+struct Response {
+    status: u16,
+    content_type: &'static str,
+    body: Vec<u8>,
+}
+
+impl Response {
+    /// `status` with an empty plain-text body.
+    fn empty(status: u16) -> Response {
+        Response {
+            status,
+            content_type: "text/plain",
+            body: Vec::new(),
+        }
+    }
+
+    /// Writes the response to `out`; without its body when `head_only` (a
+    /// `HEAD`).
+    fn send(&self, out: &mut TcpStream, head_only: bool) -> std::io::Result<()> {
+        let head = format!(
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n\r\n",
+            self.status,
+            if self.status < 300 { "OK" } else { "Error" },
+            self.content_type,
+            if head_only { 0 } else { self.body.len() }
+        );
+        out.write_all(head.as_bytes())?;
+        if head_only {
+            Ok(())
+        } else {
+            out.write_all(&self.body)
+        }
+    }
+}
+
+/// What rest-server answers to `request` for the repository at `root`.
+fn default_reply(root: &Path, request: &Request) -> Response {
+    let (method, path, v2) = (request.method.as_str(), request.path.as_str(), request.v2);
     let safe = !path.contains("..");
     let file: PathBuf = root.join(path);
     match method {
@@ -171,28 +218,32 @@ fn default_reply(root: &Path, method: &str, path: &str, v2: bool) -> (u16, &'sta
                     .iter()
                     .map(|(name, size)| serde_json::json!({"name": name, "size": size}))
                     .collect();
-                (
-                    200,
-                    V2,
-                    serde_json::Value::from(list).to_string().into_bytes(),
-                )
+                Response {
+                    status: 200,
+                    content_type: V2,
+                    body: serde_json::Value::from(list).to_string().into_bytes(),
+                }
             } else {
                 let names: Vec<&String> = entries.iter().map(|(n, _)| n).collect();
-                (
-                    200,
-                    "application/vnd.x.restic.rest.v1",
-                    serde_json::to_vec(&names).unwrap_or_default(),
-                )
+                Response {
+                    status: 200,
+                    content_type: "application/vnd.x.restic.rest.v1",
+                    body: serde_json::to_vec(&names).unwrap_or_default(),
+                }
             }
         }
         "GET" | "HEAD" if safe => match std::fs::read(&file) {
-            Ok(bytes) => (200, "application/octet-stream", bytes),
-            Err(_) => (404, "text/plain", Vec::new()),
+            Ok(bytes) => Response {
+                status: 200,
+                content_type: "application/octet-stream",
+                body: bytes,
+            },
+            Err(_) => Response::empty(404),
         },
         "DELETE" if safe && path.starts_with("locks/") => match std::fs::remove_file(&file) {
-            Ok(()) => (200, "text/plain", Vec::new()),
-            Err(_) => (404, "text/plain", Vec::new()),
+            Ok(()) => Response::empty(200),
+            Err(_) => Response::empty(404),
         },
-        _ => (405, "text/plain", Vec::new()),
+        _ => Response::empty(405),
     }
 }

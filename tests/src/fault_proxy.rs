@@ -280,19 +280,28 @@ fn serve(shared: &Shared, mut client: TcpStream) -> std::io::Result<()> {
         seen.push(format!("{} {}", request.method, request.path));
     }
     if !selected {
-        let response = forward(&shared.upstream, &request)?;
-        let (head, body) = response.encode(&request.method, response.body.len());
+        let (head, body) = forwarded(&shared.upstream, &request)?;
         client.write_all(&head)?;
         client.write_all(&body)?;
         client.flush()?;
         return client.shutdown(Shutdown::Write);
     }
     shared.injected.fetch_add(1, Ordering::SeqCst);
-    match shared.fault {
+    inject(shared.fault, &shared.upstream, &request, client)
+}
+
+/// Answers `request` to `client` with `fault`, asking `upstream` where the
+/// fault forwards the request.
+fn inject(
+    fault: Fault,
+    upstream: &str,
+    request: &Request,
+    mut client: TcpStream,
+) -> std::io::Result<()> {
+    match fault {
         Fault::Delay(delay) => {
             std::thread::sleep(delay);
-            let response = forward(&shared.upstream, &request)?;
-            let (head, body) = response.encode(&request.method, response.body.len());
+            let (head, body) = forwarded(upstream, request)?;
             client.write_all(&head)?;
             client.write_all(&body)?;
             client.shutdown(Shutdown::Write)
@@ -308,8 +317,7 @@ fn serve(shared: &Shared, mut client: TcpStream) -> std::io::Result<()> {
             client.shutdown(Shutdown::Write)
         }
         Fault::ResetMidBody => {
-            let response = forward(&shared.upstream, &request)?;
-            let (head, body) = response.encode(&request.method, response.body.len());
+            let (head, body) = forwarded(upstream, request)?;
             client.write_all(&half_of(&head, &body))?;
             client.flush()?;
             // Let the partial answer reach the client before the reset
@@ -320,15 +328,13 @@ fn serve(shared: &Shared, mut client: TcpStream) -> std::io::Result<()> {
             Ok(())
         }
         Fault::Truncate => {
-            let response = forward(&shared.upstream, &request)?;
-            let (head, body) = response.encode(&request.method, response.body.len());
+            let (head, body) = forwarded(upstream, request)?;
             client.write_all(&half_of(&head, &body))?;
             client.flush()?;
             client.shutdown(Shutdown::Write)
         }
         Fault::Drip(every) => {
-            let response = forward(&shared.upstream, &request)?;
-            let (head, body) = response.encode(&request.method, response.body.len());
+            let (head, body) = forwarded(upstream, request)?;
             for byte in head.iter().chain(&body) {
                 client.write_all(std::slice::from_ref(byte))?;
                 client.flush()?;
@@ -337,6 +343,12 @@ fn serve(shared: &Shared, mut client: TcpStream) -> std::io::Result<()> {
             client.shutdown(Shutdown::Write)
         }
     }
+}
+
+/// `upstream`'s answer to `request`, encoded for the client: (head, body).
+fn forwarded(upstream: &str, request: &Request) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+    let response = forward(upstream, request)?;
+    Ok(response.encode(&request.method, response.body.len()))
 }
 
 /// The head and the first half of `body`; when there is no body, the first

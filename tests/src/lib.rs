@@ -68,6 +68,16 @@ pub struct Finished {
     pub stderr: String,
 }
 
+impl Finished {
+    /// Asserts that the command exited `code` and said `text` on standard
+    /// error.
+    #[track_caller]
+    pub fn assert_exit(&self, code: i32, text: &str) {
+        assert_eq!(self.code, code, "{self:?}");
+        assert!(self.stderr.contains(text), "{}", self.stderr);
+    }
+}
+
 impl From<Output> for Finished {
     fn from(output: Output) -> Self {
         Finished {

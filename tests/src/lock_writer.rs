@@ -22,6 +22,38 @@ pub enum Encoding {
     Zstd,
 }
 
+/// One lock file for [`LockWriter::write`]: what it says and how it is
+/// stored. The default is a shared lock written now by pid 1 on the host
+/// `elsewhere`, zstd-compressed as restic stores it in a version 2
+/// repository; a scenario names what matters to it and takes the rest with
+/// `..LockSpec::default()`.
+#[derive(Debug, Clone)]
+pub struct LockSpec<'a> {
+    /// When the lock was written or last refreshed (RFC 3339, see
+    /// [`time_from_now`]).
+    pub time: String,
+    /// The host of the process holding it.
+    pub hostname: &'a str,
+    /// The process holding it.
+    pub pid: i64,
+    /// An exclusive lock (prune, check) rather than a shared one (backup).
+    pub exclusive: bool,
+    /// How the lock JSON is stored.
+    pub encoding: Encoding,
+}
+
+impl Default for LockSpec<'_> {
+    fn default() -> Self {
+        LockSpec {
+            time: time_from_now(0),
+            hostname: "elsewhere",
+            pid: 1,
+            exclusive: false,
+            encoding: Encoding::Zstd,
+        }
+    }
+}
+
 /// Writes lock files into one repository.
 pub struct LockWriter {
     key: Key,
@@ -71,20 +103,13 @@ impl LockWriter {
         self.write_bytes(&stored)
     }
 
-    /// Writes a lock for `hostname`/`pid` dated `time` (RFC 3339).
-    pub fn write(
-        &self,
-        time: &str,
-        hostname: &str,
-        pid: i64,
-        exclusive: bool,
-        encoding: Encoding,
-    ) -> String {
+    /// Writes the lock `spec` describes and returns its id.
+    pub fn write(&self, spec: LockSpec) -> String {
         let json = serde_json::json!({
-            "time": time, "exclusive": exclusive, "hostname": hostname,
-            "username": "tester", "pid": pid, "uid": 1000, "gid": 1000,
+            "time": spec.time, "exclusive": spec.exclusive, "hostname": spec.hostname,
+            "username": "tester", "pid": spec.pid, "uid": 1000, "gid": 1000,
         });
-        self.write_json(&json.to_string(), encoding)
+        self.write_json(&json.to_string(), spec.encoding)
     }
 
     /// Stores `bytes` under their SHA-256, read-only as restic does.

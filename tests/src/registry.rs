@@ -117,16 +117,16 @@ impl Registry {
         .expect("blob body")
     }
 
-    /// Uploads an artifact by hand: `layer` with `layer_type`, under a config
-    /// of `config_type`, tagged `tag`. Returns the manifest digest.
-    pub fn push_raw(
-        &self,
-        repository: &str,
-        tag: &str,
-        config_type: &str,
-        layer_type: &str,
-        layer: &[u8],
-    ) -> String {
+    /// Uploads `artifact` by hand, whatever its media types and layer.
+    /// Returns the manifest digest.
+    pub fn push_raw(&self, artifact: &RawArtifact) -> String {
+        let RawArtifact {
+            repository,
+            tag,
+            config_type,
+            layer_type,
+            layer,
+        } = *artifact;
         let config = br#"{"architecture":"wasm","os":"wasip2"}"#;
         let descriptor = |media_type: &str, bytes: &[u8]| serde_json::json!({"mediaType": media_type, "digest": digest(bytes), "size": bytes.len()});
         for blob in [&config[..], layer] {
@@ -169,6 +169,23 @@ impl Registry {
         .expect("put the manifest");
         digest(&body)
     }
+}
+
+/// An artifact for [`Registry::push_raw`]: one layer under a fixed wasm
+/// config (`{"architecture":"wasm","os":"wasip2"}`), with the media types a
+/// test chooses.
+#[derive(Debug, Clone, Copy)]
+pub struct RawArtifact<'a> {
+    /// The registry repository (`lockwarden/odd`).
+    pub repository: &'a str,
+    /// The tag to push it under.
+    pub tag: &'a str,
+    /// The media type of the config.
+    pub config_type: &'a str,
+    /// The media type of the layer.
+    pub layer_type: &'a str,
+    /// The layer's bytes.
+    pub layer: &'a [u8],
 }
 
 impl Drop for Registry {

@@ -24,7 +24,7 @@ use std::time::Duration;
 use docker_credential::{CredentialRetrievalError, DockerCredential};
 use oci_client::Client;
 use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::errors::{DigestError, OciDistributionError, OciErrorCode};
+use oci_client::errors::{DigestError, OciDistributionError, OciEnvelope, OciErrorCode};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_wasm::{WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE, WasmClient, WasmConfig};
@@ -424,80 +424,90 @@ fn classify(reference: &OciReference, part: &'static str, error: OciDistribution
             }
         }
         OciDistributionError::RequestError(e) if e.is_connect() || e.is_timeout() => {
-            let cause = error_chain(&e);
-            let hint = if cause.contains("InvalidContentType")
-                || cause.contains("CorruptMessage")
-                || cause.contains("tls")
-            {
-                "it may be a plain-HTTP registry: on this machine, pass --insecure-registry"
-            } else {
-                "check the address and that the registry is running"
+            unreachable(registry, error_chain(&e))
+        }
+        error => {
+            let (answer, cause) = match answer(&error) {
+                Some(answer) => (answer, error.to_string()),
+                None => (Answer::Failed, error_chain(&error)),
             };
-            OciError::Unreachable {
-                registry,
-                cause,
-                hint,
+            match answer {
+                Answer::Missing => OciError::NotFound {
+                    reference: name,
+                    cause,
+                },
+                Answer::Denied => OciError::Denied {
+                    registry,
+                    reference: name,
+                    cause,
+                },
+                Answer::Failed => OciError::Registry {
+                    registry,
+                    reference: name,
+                    cause,
+                },
             }
         }
+    }
+}
+
+/// No connection to `registry`; the hint depends on how it failed.
+fn unreachable(registry: String, cause: String) -> OciError {
+    let hint = if cause.contains("InvalidContentType")
+        || cause.contains("CorruptMessage")
+        || cause.contains("tls")
+    {
+        "it may be a plain-HTTP registry: on this machine, pass --insecure-registry"
+    } else {
+        "check the address and that the registry is running"
+    };
+    OciError::Unreachable {
+        registry,
+        cause,
+        hint,
+    }
+}
+
+/// What a registry's answer says about the artifact.
+enum Answer {
+    /// No such tag, digest or repository.
+    Missing,
+    /// The credentials were refused (or none were given).
+    Denied,
+    /// Anything else the registry said.
+    Failed,
+}
+
+/// What the registry answered, when `error` is an answer of the registry
+/// at all.
+fn answer(error: &OciDistributionError) -> Option<Answer> {
+    match error {
         OciDistributionError::UnauthorizedError { .. }
-        | OciDistributionError::AuthenticationFailure(_) => OciError::Denied {
-            registry,
-            reference: name,
-            cause: error.to_string(),
-        },
-        OciDistributionError::ImageManifestNotFoundError(_) => OciError::NotFound {
-            reference: name,
-            cause: error.to_string(),
-        },
-        OciDistributionError::RegistryError { ref envelope, .. } => {
-            let missing = envelope.errors.iter().any(|e| {
-                matches!(
-                    e.code,
-                    OciErrorCode::ManifestUnknown
-                        | OciErrorCode::NameUnknown
-                        | OciErrorCode::BlobUnknown
-                )
-            });
-            let denied = envelope
-                .errors
-                .iter()
-                .any(|e| matches!(e.code, OciErrorCode::Unauthorized | OciErrorCode::Denied));
-            let cause = error.to_string();
-            if missing {
-                OciError::NotFound {
-                    reference: name,
-                    cause,
-                }
-            } else if denied {
-                OciError::Denied {
-                    registry,
-                    reference: name,
-                    cause,
-                }
-            } else {
-                OciError::Registry {
-                    registry,
-                    reference: name,
-                    cause,
-                }
-            }
-        }
-        OciDistributionError::ServerError { code: 404, .. } => OciError::NotFound {
-            reference: name,
-            cause: error.to_string(),
-        },
+        | OciDistributionError::AuthenticationFailure(_) => Some(Answer::Denied),
+        OciDistributionError::ImageManifestNotFoundError(_) => Some(Answer::Missing),
+        OciDistributionError::RegistryError { envelope, .. } => Some(envelope_answer(envelope)),
+        OciDistributionError::ServerError { code: 404, .. } => Some(Answer::Missing),
         OciDistributionError::ServerError {
             code: 401 | 403, ..
-        } => OciError::Denied {
-            registry,
-            reference: name,
-            cause: error.to_string(),
-        },
-        other => OciError::Registry {
-            registry,
-            reference: name,
-            cause: error_chain(&other),
-        },
+        } => Some(Answer::Denied),
+        _ => None,
+    }
+}
+
+/// What the error codes of a registry's error envelope say; a missing
+/// artifact wins over a refusal.
+fn envelope_answer(envelope: &OciEnvelope) -> Answer {
+    let has = |codes: &[OciErrorCode]| envelope.errors.iter().any(|e| codes.contains(&e.code));
+    if has(&[
+        OciErrorCode::ManifestUnknown,
+        OciErrorCode::NameUnknown,
+        OciErrorCode::BlobUnknown,
+    ]) {
+        Answer::Missing
+    } else if has(&[OciErrorCode::Unauthorized, OciErrorCode::Denied]) {
+        Answer::Denied
+    } else {
+        Answer::Failed
     }
 }
 
@@ -532,5 +542,108 @@ mod tests {
             .expect_err("junk")
             .to_string();
         assert!(error.contains("magic number"), "{error}");
+    }
+
+    fn envelope(codes: &[OciErrorCode]) -> OciDistributionError {
+        let errors = codes
+            .iter()
+            .map(|code| {
+                serde_json::from_value(serde_json::json!({"code": code, "message": "m"}))
+                    .expect("an OCI error")
+            })
+            .collect();
+        OciDistributionError::RegistryError {
+            envelope: OciEnvelope { errors },
+            url: "https://r.example/v2/p".into(),
+        }
+    }
+
+    fn server(code: u16) -> OciDistributionError {
+        OciDistributionError::ServerError {
+            code,
+            url: "https://r.example/v2/p".into(),
+            message: "no".into(),
+        }
+    }
+
+    #[test]
+    fn registry_failures_say_what_to_do() {
+        let reference = OciReference::parse("oci://r.example/p:1").expect("a reference");
+        let cases: [(OciDistributionError, &str); 12] = [
+            (
+                DigestError::VerificationError {
+                    expected: "sha256:aa".into(),
+                    actual: "sha256:bb".into(),
+                }
+                .into(),
+                "the layer of oci://r.example/p:1 does not match its digest: expected sha256:aa, got sha256:bb; the registry served other content than the one pinned, so nothing was run",
+            ),
+            (
+                OciDistributionError::UnauthorizedError {
+                    url: "https://r.example/v2/p".into(),
+                },
+                "registry r.example refused access to oci://r.example/p:1: Not authorized: url https://r.example/v2/p; log in with `docker login r.example` (lockwarden reads the Docker config file)",
+            ),
+            (
+                OciDistributionError::AuthenticationFailure("bad token".into()),
+                "registry r.example refused access to oci://r.example/p:1: Authentication failure: bad token; log in with `docker login r.example` (lockwarden reads the Docker config file)",
+            ),
+            (
+                OciDistributionError::ImageManifestNotFoundError("p:1".into()),
+                "oci://r.example/p:1 does not exist in the registry: Image manifest not found: p:1; check the name, tag and digest",
+            ),
+            (
+                envelope(&[OciErrorCode::Denied, OciErrorCode::ManifestUnknown]),
+                "oci://r.example/p:1 does not exist in the registry: Registry error: url https://r.example/v2/p, envelope: OCI API errors: [OCI API error: m\nOCI API error: m]; check the name, tag and digest",
+            ),
+            (
+                envelope(&[OciErrorCode::Unauthorized]),
+                "registry r.example refused access to oci://r.example/p:1: Registry error: url https://r.example/v2/p, envelope: OCI API errors: [OCI API error: m]; log in with `docker login r.example` (lockwarden reads the Docker config file)",
+            ),
+            (
+                envelope(&[OciErrorCode::Toomanyrequests]),
+                "registry r.example failed on oci://r.example/p:1: Registry error: url https://r.example/v2/p, envelope: OCI API errors: [OCI API error: m]",
+            ),
+            (
+                server(404),
+                "oci://r.example/p:1 does not exist in the registry: Server error: url https://r.example/v2/p, code: 404, message: no; check the name, tag and digest",
+            ),
+            (
+                server(401),
+                "registry r.example refused access to oci://r.example/p:1: Server error: url https://r.example/v2/p, code: 401, message: no; log in with `docker login r.example` (lockwarden reads the Docker config file)",
+            ),
+            (
+                server(403),
+                "registry r.example refused access to oci://r.example/p:1: Server error: url https://r.example/v2/p, code: 403, message: no; log in with `docker login r.example` (lockwarden reads the Docker config file)",
+            ),
+            (
+                server(500),
+                "registry r.example failed on oci://r.example/p:1: Server error: url https://r.example/v2/p, code: 500, message: no",
+            ),
+            (
+                std::io::Error::other("disk on fire").into(),
+                "registry r.example failed on oci://r.example/p:1: disk on fire",
+            ),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(
+                classify(&reference, "the layer", error).to_string(),
+                expected
+            );
+        }
+    }
+
+    #[test]
+    fn an_unreachable_registry_that_may_speak_plain_http_says_so() {
+        let hint = |cause: &str| match unreachable("r.example".into(), cause.into()) {
+            OciError::Unreachable { hint, .. } => hint,
+            other => panic!("{other}"),
+        };
+        assert!(
+            hint("received corrupt message of type InvalidContentType")
+                .contains("--insecure-registry")
+        );
+        assert!(hint("tls handshake eof").contains("--insecure-registry"));
+        assert!(hint("Connection refused (os error 111)").contains("registry is running"));
     }
 }
