@@ -5,10 +5,9 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use lockwarden::repo::crypto::Key;
-use lockwarden::repo::keys;
+use lockwarden::repo::{keys, lockfile};
 use sha2::{Digest, Sha256};
 
 use crate::restic::{PASSWORD, TestRepo};
@@ -60,8 +59,6 @@ pub struct LockWriter {
     locks: std::path::PathBuf,
 }
 
-static IV_COUNTER: AtomicU64 = AtomicU64::new(1);
-
 impl LockWriter {
     /// A writer for `repo`, its master key opened with the test password.
     pub fn new(repo: &TestRepo) -> LockWriter {
@@ -95,12 +92,9 @@ impl LockWriter {
                 p
             }
         };
-        let n = IV_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let seed = Sha256::digest(format!("{n}:{json}:{}", std::process::id()));
-        let mut iv = [0u8; 16];
-        iv.copy_from_slice(&seed[..16]);
-        let stored = self.key.seal(&plaintext, iv);
-        self.write_bytes(&stored)
+        let (id, stored) = lockfile::seal(&self.key, &plaintext);
+        self.write_named(&id, &stored);
+        id
     }
 
     /// Writes the lock `spec` describes and returns its id.

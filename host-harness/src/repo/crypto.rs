@@ -105,6 +105,23 @@ impl Key {
     }
 }
 
+/// Bytes unique within this process (a hash of a counter and the pid), for
+/// IVs, salts and ids written by tools that make test repositories: the
+/// in-memory backend and the tests' lock writer. Not random, so never for
+/// anything real; lockwarden itself writes nothing to a repository.
+pub fn unique_bytes<const N: usize>() -> [u8; N] {
+    use sha2::{Digest, Sha256};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(1);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let digest = Sha256::digest(format!("lockwarden test bytes {n} {}", std::process::id()));
+    let mut out = [0u8; N];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = digest[i % digest.len()] ^ (i / digest.len()) as u8;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

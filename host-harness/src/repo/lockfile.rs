@@ -87,6 +87,15 @@ pub fn decode(id: &str, stored: &[u8], key: &Key) -> Result<Lock, String> {
     parse(id, &json)
 }
 
+/// `plaintext` (lock JSON, raw or `0x02` + zstd) sealed as restic stores a
+/// lock file, with its id (the SHA-256 of the stored bytes). lockwarden
+/// never writes a lock; this serves the in-memory backend and the tests'
+/// lock writer, with an IV from [`super::crypto::unique_bytes`].
+pub fn seal(key: &Key, plaintext: &[u8]) -> (String, Vec<u8>) {
+    let stored = key.seal(plaintext, super::crypto::unique_bytes());
+    (hex::encode(Sha256::digest(&stored)), stored)
+}
+
 /// Version 2 repositories compress: `0x02` then a zstd frame. `{` or `[`
 /// starts raw JSON.
 fn decompress(plaintext: &[u8]) -> Result<Vec<u8>, String> {

@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -15,7 +14,7 @@ use sha2::{Digest, Sha256};
 use super::{
     Backend, BackendError, Capabilities, FileInfo, Kind, Removal, checked_listing, checked_name,
 };
-use crate::repo::crypto::Key;
+use crate::repo::crypto::{Key, unique_bytes as random_bytes};
 
 /// Stored files by kind and name, each with the time it was stored.
 type Files = BTreeMap<(Kind, String), (Vec<u8>, i64)>;
@@ -34,9 +33,6 @@ impl Default for MemoryBackend {
         }
     }
 }
-
-/// IVs for sealing: distinct within a process, which is all a test needs.
-static IV_COUNTER: AtomicU64 = AtomicU64::new(1);
 
 impl MemoryBackend {
     /// A new repository whose one key file `password` opens; returns the
@@ -89,8 +85,7 @@ impl MemoryBackend {
     /// Seals lock JSON as restic stores it (raw, version 1 style) and stores
     /// it under its id, which it returns.
     pub fn put_lock(&self, key: &Key, json: &str) -> String {
-        let stored = seal(key, json.as_bytes());
-        let id = hex::encode(Sha256::digest(&stored));
+        let (id, stored) = crate::repo::lockfile::seal(key, json.as_bytes());
         self.put(Kind::Lock, &id, stored);
         id
     }
@@ -114,21 +109,6 @@ impl MemoryBackend {
 /// `plaintext` sealed with a fresh IV.
 fn seal(key: &Key, plaintext: &[u8]) -> Vec<u8> {
     key.seal(plaintext, random_bytes())
-}
-
-/// Bytes that differ on every call (a hash of a counter): enough for IVs
-/// and ids in tests, and nothing else.
-fn random_bytes<const N: usize>() -> [u8; N] {
-    let n = IV_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let digest = Sha256::digest(format!(
-        "lockwarden memory backend {n} {}",
-        std::process::id()
-    ));
-    let mut out = [0u8; N];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = digest[i % digest.len()] ^ (i / digest.len()) as u8;
-    }
-    out
 }
 
 impl Backend for MemoryBackend {
