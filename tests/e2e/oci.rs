@@ -9,7 +9,7 @@ use base64::engine::general_purpose::STANDARD;
 use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
 use lockwarden_tests::registry::{REGISTRY_PASS, REGISTRY_USER, Registry, digest};
 use lockwarden_tests::restic::TestRepo;
-use lockwarden_tests::{Finished, finish, guest, lockwarden};
+use lockwarden_tests::{Finished, finish, guests, lockwarden};
 use serde_json::Value;
 
 /// `lockwarden policy push FILE REF --insecure-registry`, with the Docker
@@ -52,9 +52,9 @@ fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
     let dir = tempfile::tempdir().expect("temp dir");
     let registry = Registry::start(dir.path());
     let docker = dir.path().join("docker");
-    let default = guest("default");
+    let default = guests::DEFAULT.path();
     let reference = format!("oci://{}/lockwarden/default:0.1.0", registry.host);
-    let out = push(&default, &reference, &docker);
+    let out = push(default, &reference, &docker);
     assert_eq!(out.code, 0, "{out:?}");
     let pinned = out.stdout.trim().to_owned();
     let (manifest, manifest_digest) = registry.manifest("lockwarden/default", "0.1.0");
@@ -69,7 +69,7 @@ fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
     let layers = manifest["layers"].as_array().expect("layers");
     assert_eq!(layers.len(), 1, "{manifest:#}");
     assert_eq!(layers[0]["mediaType"], "application/wasm");
-    let component = std::fs::read(&default).expect("read the component");
+    let component = std::fs::read(default).expect("read the component");
     assert_eq!(layers[0]["digest"], digest(&component));
     let config: Value = serde_json::from_slice(
         &registry.blob(
@@ -124,13 +124,14 @@ fn a_tampered_layer_is_refused_and_nothing_runs() {
     let registry = Registry::start(dir.path());
     let docker = dir.path().join("docker");
     let reference = format!("oci://{}/lockwarden/default:tampered", registry.host);
-    let out = push(&guest("default"), &reference, &docker);
+    let out = push(guests::DEFAULT.path(), &reference, &docker);
     assert_eq!(out.code, 0, "{out:?}");
     let pinned = out.stdout.trim().to_owned();
     // Swap the stored layer for another component: the registry serves it
     // under the old digest.
-    let layer = digest(&std::fs::read(guest("default")).expect("read"));
-    std::fs::copy(guest("strict"), registry.blob_file(&layer)).expect("tamper with the layer");
+    let layer = digest(&std::fs::read(guests::DEFAULT.path()).expect("read"));
+    std::fs::copy(guests::STRICT.path(), registry.blob_file(&layer))
+        .expect("tamper with the layer");
 
     let (repo, stale) = repo_with_stale_lock();
     let out = finish(
@@ -218,7 +219,7 @@ fn credentials_come_from_the_docker_config() {
     let registry = Registry::start_with_auth(dir.path());
     let reference = format!("oci://{}/private/default:1", registry.host);
     let anonymous = dir.path().join("no-docker-config");
-    let out = push(&guest("default"), &reference, &anonymous);
+    let out = push(guests::DEFAULT.path(), &reference, &anonymous);
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stderr.contains("docker login"), "{}", out.stderr);
 
@@ -233,7 +234,7 @@ fn credentials_come_from_the_docker_config() {
         ),
     )
     .expect("write config.json");
-    let out = push(&guest("default"), &reference, &docker);
+    let out = push(guests::DEFAULT.path(), &reference, &docker);
     assert_eq!(out.code, 0, "{out:?}");
     let pinned = out.stdout.trim().to_owned();
     let (repo, _) = repo_with_stale_lock();

@@ -13,12 +13,40 @@ pub mod restic;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The test guest component built from `guests/` for `behaviour`
-/// (`panic`, `spin`, ..., `wrong-contract`).
-pub fn guest(behaviour: &str) -> PathBuf {
-    let path = Path::new(env!("LOCKWARDEN_TEST_GUESTS")).join(format!("{behaviour}.wasm"));
-    assert!(path.exists(), "no test guest {}", path.display());
-    path
+/// A component the tests load, built from source by `build.rs`: one of the
+/// constants in [`guests`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Guest {
+    package: &'static str,
+    path: &'static str,
+}
+
+impl Guest {
+    /// The cargo package it is built from (`misbehave-panic`, say).
+    pub fn package(self) -> &'static str {
+        self.package
+    }
+
+    /// The component file.
+    pub fn path(self) -> &'static Path {
+        Path::new(self.path)
+    }
+}
+
+impl std::fmt::Display for Guest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.package)
+    }
+}
+
+/// Every component the tests load, built by `build.rs` in one nested cargo
+/// build: the default policy (`DEFAULT`, from `plugin/`), the strict example
+/// (`STRICT`), and the guests in `guests/` that misbehave on purpose (`PANIC`,
+/// `SPIN`, ..., `WRONG_CONTRACT`).
+pub mod guests {
+    use super::Guest;
+
+    include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 }
 
 /// The `lockwarden` binary of the same build profile as the running test
