@@ -6,15 +6,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use lockwarden_tests::{finish, guests, lockwarden, node_host};
+use lockwarden_tests::{TESTS_DIR, finish, guests, lockwarden, node_host};
 use serde_json::Value;
 
 fn default_cases() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance")
+    Path::new(TESTS_DIR).join("conformance")
 }
 
 fn strict_cases() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/policies/strict/conformance")
+    Path::new(TESTS_DIR).join("../examples/policies/strict/conformance")
 }
 
 /// `lockwarden policy conformance --json` with `policy` (None: built-in).
@@ -111,7 +111,7 @@ fn node_run(component: &Path, cases: &Path) -> Value {
 /// Runs every case in the Python host (wasmtime-py, installed by `make
 /// test` into target/python-host).
 fn python_run(component: &Path, cases: &Path) -> Value {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = Path::new(TESTS_DIR).join("..");
     let python = root.join("target/python-host/bin/python");
     assert!(
         python.exists(),
@@ -172,7 +172,7 @@ fn python_runs_both_policies_exactly_as_rust_does() {
 #[test]
 fn policy_bench_reports_evaluation_times() {
     let cache = tempfile::tempdir().expect("temp dir");
-    let request = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/request.json");
+    let request = Path::new(TESTS_DIR).join("../examples/request.json");
     let bench = |extra: &[&str]| {
         let out = finish(
             lockwarden(cache.path())

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use lockwarden_tests::lock_writer::{Encoding, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo, free_port};
-use lockwarden_tests::{Finished, finish, lockwarden};
+use lockwarden_tests::{Finished, TESTS_DIR, finish, lockwarden};
 use serde_json::Value;
 
 const MINUTE: i64 = 60;
@@ -349,7 +349,7 @@ fn a_kubectl_inventory_removes_the_lock_of_a_gone_pod_and_keeps_a_running_one() 
     let gone = writer.write(&young, "velero-gone-7d9f", 7, false, Encoding::Zstd);
     let finished = writer.write(&young, "velero-backup-finished", 7, false, Encoding::Raw);
     let outside = writer.write(&young, "laptop", 7, false, Encoding::Raw);
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kubectl-get-pods.json");
+    let fixture = Path::new(TESTS_DIR).join("fixtures/kubectl-get-pods.json");
     let fixture = fixture.to_str().expect("utf-8");
 
     let judged_by_inventory = |doc: &Value| {

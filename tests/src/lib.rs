@@ -1,5 +1,6 @@
-//! Helpers for lockwarden's end-to-end tests: where the built binary and the
-//! test guests are, and running the binary.
+//! Helpers for lockwarden's end-to-end tests (`e2e/`, a test target of the
+//! `lockwarden` package): where the built binary and the test guests are, and
+//! running the binary.
 
 pub mod adversary;
 pub mod fake_rest;
@@ -49,13 +50,24 @@ pub mod guests {
     include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 }
 
-/// The `lockwarden` binary of the same build profile as the running test
-/// (`target/<profile>/deps/e2e-*`) or tool (`target/<profile>/*`), unless
-/// `LOCKWARDEN_TEST_BIN` names another.
+/// This package's directory, `tests/`: the conformance cases, the fixtures,
+/// the Node.js and Python hosts.
+pub const TESTS_DIR: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The `lockwarden` binary to run:
+///
+/// 1. `LOCKWARDEN_TEST_BIN`, to run the tests against another build (an
+///    older release, say);
+/// 2. else `CARGO_BIN_EXE_lockwarden`, which cargo sets when it runs the
+///    end-to-end tests (`e2e`, a test target of the `lockwarden` package), to
+///    the binary it has just built from the current sources;
+/// 3. else, for tools that are not tests (the bench), the binary of the same
+///    build profile next to the running executable.
 pub fn lockwarden_bin() -> PathBuf {
-    // Another build of the binary (an older release, say) to run the same
-    // tests against.
     if let Some(bin) = std::env::var_os("LOCKWARDEN_TEST_BIN") {
+        return PathBuf::from(bin);
+    }
+    if let Some(bin) = std::env::var_os("CARGO_BIN_EXE_lockwarden") {
         return PathBuf::from(bin);
     }
     let exe = std::env::current_exe().expect("the running binary's path");
@@ -71,8 +83,7 @@ pub fn lockwarden_bin() -> PathBuf {
         .find(|bin| bin.is_file())
         .unwrap_or_else(|| {
             panic!(
-                "no lockwarden binary next to {}: build it first with `cargo build --release -p lockwarden` \
-                 (`make test` does)",
+                "no lockwarden binary next to {}: build it first with `cargo build --release -p lockwarden`",
                 exe.display()
             )
         })
