@@ -9,6 +9,10 @@ BIN := target/release/lockwarden
 
 .PHONY: help setup build test lint bench demo fuzz clean
 
+# The packages built as wasm32-wasip2 components (by guest-build/, called from
+# host-harness/build.rs and tests/build.rs): the policies and the test guests.
+COMPONENTS := -p lockwarden-policy -p lockwarden-strict-policy -p 'misbehave*' -p wrong-contract
+
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
 
@@ -49,10 +53,8 @@ test: setup $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed
 
 lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-wasip2
 	$(CARGO) fmt --all -- --check
-	$(CARGO) fmt --all --manifest-path tests/guests/Cargo.toml -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p lockwarden-policy -p lockwarden-strict-policy --target wasm32-wasip2 -- -D warnings
-	$(CARGO) clippy --manifest-path tests/guests/Cargo.toml --workspace --target wasm32-wasip2 -- -D warnings
+	$(CARGO) clippy $(COMPONENTS) --target wasm32-wasip2 -- -D warnings
 
 bench: setup $(NODE_HOST)/node_modules/.package-lock.json ## Measure against restic and native code; writes BENCHMARKS.md (not part of test)
 	@command -v /usr/bin/time >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq time >/dev/null; } || { echo "install GNU time (apt-get install time)" >&2; exit 1; }

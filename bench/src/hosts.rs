@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use lockwarden::stats::Summary;
-use lockwarden_tests::{lockwarden_bin, node_host};
+use lockwarden_tests::{guests, lockwarden_bin, node_host};
 use serde_json::Value;
 
 /// One request timed in both hosts.
@@ -56,9 +56,9 @@ fn summary(doc: &Value) -> Summary {
 /// request, 3 s each.
 pub fn compare() -> Vec<HostPair> {
     let root = root();
-    let component = root.join("target/policy/wasm32-wasip2/wasm/lockwarden_policy.wasm");
+    let component = guests::DEFAULT.path();
     let transpiled = root.join("target/bench/jco");
-    node_host::transpile(&component, &transpiled);
+    node_host::transpile(component, &transpiled);
     let cache = tempfile::tempdir().expect("temp dir");
     REQUESTS
         .iter()
@@ -68,7 +68,7 @@ pub fn compare() -> Vec<HostPair> {
                 Command::new(lockwarden_bin())
                     .args(["policy", "bench", "--json", "--measurement-time", "3s"])
                     .arg("--policy")
-                    .arg(&component)
+                    .arg(component)
                     .arg("--request")
                     .arg(&file)
                     .env("LOCKWARDEN_CACHE_DIR", cache.path()),

@@ -21,7 +21,7 @@ use lockwarden_tests::guard::{
 };
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{TestRepo, free_port};
-use lockwarden_tests::{Finished, lockwarden};
+use lockwarden_tests::{Finished, TESTS_DIR, lockwarden};
 use serde_json::json;
 
 const MINUTE: i64 = 60;
@@ -307,7 +307,7 @@ fn an_oversized_policy_request_or_watch_config_is_refused_naming_the_limit() {
     let out = finish_guarded(repo.lockwarden("check").arg("--policy").arg(&policy));
     assert_names_limit("policy", &out, 64 << 20);
 
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/request.json");
+    let example = Path::new(TESTS_DIR).join("../examples/request.json");
     let request = padded_file(
         &dir.join("huge-request.json"),
         &fs::read(example).expect("examples/request.json"),

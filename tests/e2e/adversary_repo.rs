@@ -16,7 +16,7 @@ use lockwarden_tests::fake_rest::{FakeRest, Reply, V2};
 use lockwarden_tests::guard::{Guarded, HANG_GUARD, finish_guarded, with_memory_cap};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{PASSWORD, TestRepo};
-use lockwarden_tests::{Finished, guest};
+use lockwarden_tests::{Finished, guests};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -230,7 +230,7 @@ fn a_policy_judging_an_unreadable_file_stale_removes_nothing() {
     writer.write_named(&empty, b"");
     let lock = stale_lock(&writer, 14);
     let before = ids(&[&corrupt, &empty, &lock]);
-    let policy = guest("remove-unreadable");
+    let policy = guests::REMOVE_UNREADABLE.path();
     let policy = policy.to_str().expect("utf-8");
 
     let out = warden(&repo, "unlock", &["--policy", policy]);

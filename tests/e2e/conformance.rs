@@ -6,15 +6,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use lockwarden_tests::{finish, guest, lockwarden, node_host};
+use lockwarden_tests::{TESTS_DIR, finish, guests, lockwarden, node_host};
 use serde_json::Value;
 
 fn default_cases() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance")
+    Path::new(TESTS_DIR).join("conformance")
 }
 
 fn strict_cases() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/policies/strict/conformance")
+    Path::new(TESTS_DIR).join("../examples/policies/strict/conformance")
 }
 
 /// `lockwarden policy conformance --json` with `policy` (None: built-in).
@@ -51,13 +51,13 @@ fn the_default_policy_passes_the_suite() {
     let cases = doc["cases"].as_array().expect("cases").len();
     assert!(cases >= 25, "the suite has {cases} cases");
     // The embedded policy is the one the tests built.
-    let (_, again) = rust_host(Some(&guest("default")), &default_cases());
+    let (_, again) = rust_host(Some(guests::DEFAULT.path()), &default_cases());
     assert_eq!(doc["cases"], again["cases"]);
 }
 
 #[test]
 fn the_strict_example_passes_its_own_cases() {
-    let (code, doc) = rust_host(Some(&guest("strict")), &strict_cases());
+    let (code, doc) = rust_host(Some(guests::STRICT.path()), &strict_cases());
     assert_eq!(failures(&doc), Vec::<String>::new());
     assert_eq!(code, 0);
     assert_eq!(doc["policy"]["name"], "lockwarden-strict-example");
@@ -66,7 +66,7 @@ fn the_strict_example_passes_its_own_cases() {
 #[test]
 fn the_suite_tells_policies_apart() {
     // Each policy fails the other's cases: the expectations have teeth.
-    let (code, doc) = rust_host(Some(&guest("strict")), &default_cases());
+    let (code, doc) = rust_host(Some(guests::STRICT.path()), &default_cases());
     assert_eq!(code, 1);
     let failed = failures(&doc);
     assert!(
@@ -111,7 +111,7 @@ fn node_run(component: &Path, cases: &Path) -> Value {
 /// Runs every case in the Python host (wasmtime-py, installed by `make
 /// test` into target/python-host).
 fn python_run(component: &Path, cases: &Path) -> Value {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = Path::new(TESTS_DIR).join("..");
     let python = root.join("target/python-host/bin/python");
     assert!(
         python.exists(),
@@ -149,30 +149,30 @@ fn assert_agrees_with_rust(host: &str, other: &Value, component: &Path, cases: &
 
 #[test]
 fn node_runs_the_default_policy_exactly_as_rust_does() {
-    let (policy, cases) = (guest("default"), default_cases());
-    assert_agrees_with_rust("Node.js", &node_run(&policy, &cases), &policy, &cases);
+    let (policy, cases) = (guests::DEFAULT.path(), default_cases());
+    assert_agrees_with_rust("Node.js", &node_run(policy, &cases), policy, &cases);
 }
 
 #[test]
 fn node_runs_the_strict_example_exactly_as_rust_does() {
-    let (policy, cases) = (guest("strict"), strict_cases());
-    assert_agrees_with_rust("Node.js", &node_run(&policy, &cases), &policy, &cases);
+    let (policy, cases) = (guests::STRICT.path(), strict_cases());
+    assert_agrees_with_rust("Node.js", &node_run(policy, &cases), policy, &cases);
 }
 
 #[test]
 fn python_runs_both_policies_exactly_as_rust_does() {
     for (policy, cases) in [
-        (guest("default"), default_cases()),
-        (guest("strict"), strict_cases()),
+        (guests::DEFAULT.path(), default_cases()),
+        (guests::STRICT.path(), strict_cases()),
     ] {
-        assert_agrees_with_rust("Python", &python_run(&policy, &cases), &policy, &cases);
+        assert_agrees_with_rust("Python", &python_run(policy, &cases), policy, &cases);
     }
 }
 
 #[test]
 fn policy_bench_reports_evaluation_times() {
     let cache = tempfile::tempdir().expect("temp dir");
-    let request = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/request.json");
+    let request = Path::new(TESTS_DIR).join("../examples/request.json");
     let bench = |extra: &[&str]| {
         let out = finish(
             lockwarden(cache.path())

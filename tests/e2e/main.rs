@@ -1,5 +1,12 @@
 //! lockwarden's end-to-end tests: one binary, one module per area, each test
 //! in its own temporary directory.
+//!
+//! A test target of the `lockwarden` package (host-harness/Cargo.toml), so
+//! that `cargo test` builds the `lockwarden` binary from the current sources
+//! first and hands its path to the tests (`lockwarden_tests::lockwarden_bin`).
+
+// Fails to compile if this target is moved to a package without the binary.
+const _: &str = env!("CARGO_BIN_EXE_lockwarden");
 
 mod adversary_evidence;
 mod adversary_inputs;

@@ -9,7 +9,7 @@ use base64::engine::general_purpose::STANDARD;
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::registry::{REGISTRY_PASS, REGISTRY_USER, RawArtifact, Registry, digest};
 use lockwarden_tests::restic::TestRepo;
-use lockwarden_tests::{Finished, finish, guest, lockwarden};
+use lockwarden_tests::{Finished, finish, guests, lockwarden};
 use serde_json::Value;
 
 /// `lockwarden policy push FILE REF --insecure-registry`, with the Docker
@@ -82,15 +82,15 @@ fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
     let dir = tempfile::tempdir().expect("temp dir");
     let registry = Registry::start(dir.path());
     let docker = dir.path().join("docker");
-    let default = guest("default");
+    let default = guests::DEFAULT.path();
     let reference = format!("oci://{}/lockwarden/default:0.1.0", registry.host);
-    let out = push(&default, &reference, &docker);
+    let out = push(default, &reference, &docker);
     assert_eq!(out.code, 0, "{out:?}");
     let pinned = out.stdout.trim().to_owned();
     let (manifest, manifest_digest) = registry.manifest("lockwarden/default", "0.1.0");
     assert_eq!(pinned, format!("{reference}@{manifest_digest}"));
 
-    assert_wasm_layout(&registry, &manifest, &default);
+    assert_wasm_layout(&registry, &manifest, default);
 
     let (repo, stale) = repo_with_stale_lock();
     let out = check_with(&repo, &pinned, &docker);
@@ -124,13 +124,14 @@ fn a_tampered_layer_is_refused_and_nothing_runs() {
     let registry = Registry::start(dir.path());
     let docker = dir.path().join("docker");
     let reference = format!("oci://{}/lockwarden/default:tampered", registry.host);
-    let out = push(&guest("default"), &reference, &docker);
+    let out = push(guests::DEFAULT.path(), &reference, &docker);
     assert_eq!(out.code, 0, "{out:?}");
     let pinned = out.stdout.trim().to_owned();
     // Swap the stored layer for another component: the registry serves it
     // under the old digest.
-    let layer = digest(&std::fs::read(guest("default")).expect("read"));
-    std::fs::copy(guest("strict"), registry.blob_file(&layer)).expect("tamper with the layer");
+    let layer = digest(&std::fs::read(guests::DEFAULT.path()).expect("read"));
+    std::fs::copy(guests::STRICT.path(), registry.blob_file(&layer))
+        .expect("tamper with the layer");
 
     let (repo, stale) = repo_with_stale_lock();
     let out = finish(
@@ -223,7 +224,7 @@ fn credentials_come_from_the_docker_config() {
     let registry = Registry::start_with_auth(dir.path());
     let reference = format!("oci://{}/private/default:1", registry.host);
     let anonymous = dir.path().join("no-docker-config");
-    let out = push(&guest("default"), &reference, &anonymous);
+    let out = push(guests::DEFAULT.path(), &reference, &anonymous);
     out.assert_exit(1, "docker login");
 
     let docker = dir.path().join("docker");
@@ -237,7 +238,7 @@ fn credentials_come_from_the_docker_config() {
         ),
     )
     .expect("write config.json");
-    let out = push(&guest("default"), &reference, &docker);
+    let out = push(guests::DEFAULT.path(), &reference, &docker);
     assert_eq!(out.code, 0, "{out:?}");
     let pinned = out.stdout.trim().to_owned();
     let (repo, _) = repo_with_stale_lock();

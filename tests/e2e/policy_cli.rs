@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use lockwarden_tests::{finish, guest, lockwarden};
+use lockwarden_tests::{finish, guests, lockwarden};
 use serde_json::{Value, json};
 
 fn request(locks: Value, settings: Value) -> Value {
@@ -152,7 +152,7 @@ fn bad_settings_are_usage_errors_naming_the_key() {
 fn a_misbehaving_policy_file_fails_the_command_with_a_clear_message() {
     let dir = tempfile::tempdir().expect("temp dir");
     let req = request(json!([lock('a', "2026-11-30T11:00:00Z", "x")]), json!({}));
-    let spin = guest("spin");
+    let spin = guests::SPIN.path();
     let out = eval(
         dir.path(),
         &req,

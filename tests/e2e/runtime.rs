@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use lockwarden::contract::{Action, EvaluateRequest, Lock, Repository, UnreadableLock};
 use lockwarden::evidence::Recorded;
 use lockwarden::runtime::{ArtifactCache, Limits, PluginError, Policy, Runtime};
-use lockwarden_tests::guest;
+use lockwarden_tests::{Guest, guests};
 
 const MINUTE: i64 = 60_000_000_000;
 const NOW: i64 = 1_796_040_000_000_000_000; // 2026-11-30T12:00:00Z
@@ -63,9 +63,9 @@ fn evaluate(rt: &Runtime, policy: &Policy) -> Result<Vec<(String, Action, String
         .collect())
 }
 
-fn load_guest(rt: &Runtime, behaviour: &str) -> Result<Policy, PluginError> {
-    let path = guest(behaviour);
-    let bytes = std::fs::read(&path).expect("read guest");
+fn load_guest(rt: &Runtime, behaviour: Guest) -> Result<Policy, PluginError> {
+    let path = behaviour.path();
+    let bytes = std::fs::read(path).expect("read guest");
     rt.load(&path.display().to_string(), &bytes)
 }
 
@@ -90,7 +90,7 @@ fn default_policy_judges_by_age_when_nothing_else_is_known() {
 /// Loads `behaviour`, evaluates, and checks that the failure is the expected
 /// one, arrives within 2 s, and leaves the runtime working: the default
 /// policy still evaluates, and the guest fails the same way again.
-fn assert_evaluation_fails(behaviour: &str, check: impl Fn(&PluginError) -> bool) -> String {
+fn assert_evaluation_fails(behaviour: Guest, check: impl Fn(&PluginError) -> bool) -> String {
     let rt = runtime();
     let bad = load_guest(&rt, behaviour).expect("guest loads");
     let good = rt.load_default().expect("default loads");
@@ -113,7 +113,7 @@ fn assert_evaluation_fails(behaviour: &str, check: impl Fn(&PluginError) -> bool
 
 #[test]
 fn a_panicking_policy_is_reported_with_its_message() {
-    let message = assert_evaluation_fails("panic", |e| matches!(e, PluginError::Trap { .. }));
+    let message = assert_evaluation_fails(guests::PANIC, |e| matches!(e, PluginError::Trap { .. }));
     assert!(message.contains("policy misbehave crashed"), "{message}");
     assert!(
         message.contains("policy bug: index out of range"),
@@ -124,7 +124,8 @@ fn a_panicking_policy_is_reported_with_its_message() {
 
 #[test]
 fn a_looping_policy_is_stopped_at_its_deadline() {
-    let message = assert_evaluation_fails("spin", |e| matches!(e, PluginError::Timeout { .. }));
+    let message =
+        assert_evaluation_fails(guests::SPIN, |e| matches!(e, PluginError::Timeout { .. }));
     assert!(
         message.contains("did not finish within 1000 ms"),
         "{message}"
@@ -133,7 +134,9 @@ fn a_looping_policy_is_stopped_at_its_deadline() {
 
 #[test]
 fn a_policy_that_allocates_without_end_hits_the_memory_cap() {
-    let message = assert_evaluation_fails("hog", |e| matches!(e, PluginError::MemoryLimit { .. }));
+    let message = assert_evaluation_fails(guests::HOG, |e| {
+        matches!(e, PluginError::MemoryLimit { .. })
+    });
     assert!(
         message.contains("over the limit of 67108864 bytes"),
         "{message}"
@@ -143,9 +146,9 @@ fn a_policy_that_allocates_without_end_hits_the_memory_cap() {
 #[test]
 fn missing_duplicate_and_invented_verdicts_are_refused() {
     for (behaviour, want) in [
-        ("omit", "no verdict for 1 of 3 inputs"),
-        ("duplicate", "two verdicts for `0101"),
-        ("invent", "a verdict for `ffff"),
+        (guests::OMIT, "no verdict for 1 of 3 inputs"),
+        (guests::DUPLICATE, "two verdicts for `0101"),
+        (guests::INVENT, "a verdict for `ffff"),
     ] {
         let message =
             assert_evaluation_fails(behaviour, |e| matches!(e, PluginError::BadVerdicts { .. }));
@@ -159,7 +162,8 @@ fn missing_duplicate_and_invented_verdicts_are_refused() {
 
 #[test]
 fn an_error_result_is_reported() {
-    let message = assert_evaluation_fails("fail", |e| matches!(e, PluginError::Refused { .. }));
+    let message =
+        assert_evaluation_fails(guests::FAIL, |e| matches!(e, PluginError::Refused { .. }));
     assert!(
         message.contains("the policy gave up on purpose"),
         "{message}"
@@ -168,7 +172,8 @@ fn an_error_result_is_reported() {
 
 #[test]
 fn the_sandbox_grants_no_environment_or_arguments() {
-    let message = assert_evaluation_fails("snoop", |e| matches!(e, PluginError::Refused { .. }));
+    let message =
+        assert_evaluation_fails(guests::SNOOP, |e| matches!(e, PluginError::Refused { .. }));
     assert!(message.contains("env vars: 0, args: 0"), "{message}");
 }
 
@@ -176,8 +181,8 @@ fn the_sandbox_grants_no_environment_or_arguments() {
 fn policies_importing_clocks_or_files_are_refused_at_load() {
     let rt = runtime();
     for (behaviour, import) in [
-        ("wall-clock", "wasi:clocks/"),
-        ("read-file", "wasi:filesystem/"),
+        (guests::WALL_CLOCK, "wasi:clocks/"),
+        (guests::READ_FILE, "wasi:filesystem/"),
     ] {
         let error = load_guest(&rt, behaviour).err().expect("must be refused");
         let message = error.to_string();
@@ -193,7 +198,7 @@ fn policies_importing_clocks_or_files_are_refused_at_load() {
 #[test]
 fn a_policy_of_another_contract_version_is_refused_naming_both() {
     let rt = runtime();
-    let error = load_guest(&rt, "wrong-contract")
+    let error = load_guest(&rt, guests::WRONG_CONTRACT)
         .err()
         .expect("must be refused");
     let message = error.to_string();

@@ -1,5 +1,6 @@
-//! Helpers for lockwarden's end-to-end tests: where the built binary and the
-//! test guests are, and running the binary.
+//! Helpers for lockwarden's end-to-end tests (`e2e/`, a test target of the
+//! `lockwarden` package): where the built binary and the test guests are, and
+//! running the binary.
 
 pub mod adversary;
 pub mod fake_rest;
@@ -13,21 +14,60 @@ pub mod restic;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The test guest component built from `guests/` for `behaviour`
-/// (`panic`, `spin`, ..., `wrong-contract`).
-pub fn guest(behaviour: &str) -> PathBuf {
-    let path = Path::new(env!("LOCKWARDEN_TEST_GUESTS")).join(format!("{behaviour}.wasm"));
-    assert!(path.exists(), "no test guest {}", path.display());
-    path
+/// A component the tests load, built from source by `build.rs`: one of the
+/// constants in [`guests`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Guest {
+    package: &'static str,
+    path: &'static str,
 }
 
-/// The `lockwarden` binary of the same build profile as the running test
-/// (`target/<profile>/deps/e2e-*`) or tool (`target/<profile>/*`), unless
-/// `LOCKWARDEN_TEST_BIN` names another.
+impl Guest {
+    /// The cargo package it is built from (`misbehave-panic`, say).
+    pub fn package(self) -> &'static str {
+        self.package
+    }
+
+    /// The component file.
+    pub fn path(self) -> &'static Path {
+        Path::new(self.path)
+    }
+}
+
+impl std::fmt::Display for Guest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.package)
+    }
+}
+
+/// Every component the tests load, built by `build.rs` in one nested cargo
+/// build: the default policy (`DEFAULT`, from `plugin/`), the strict example
+/// (`STRICT`), and the guests in `guests/` that misbehave on purpose (`PANIC`,
+/// `SPIN`, ..., `WRONG_CONTRACT`).
+pub mod guests {
+    use super::Guest;
+
+    include!(concat!(env!("OUT_DIR"), "/guests.rs"));
+}
+
+/// This package's directory, `tests/`: the conformance cases, the fixtures,
+/// the Node.js and Python hosts.
+pub const TESTS_DIR: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The `lockwarden` binary to run:
+///
+/// 1. `LOCKWARDEN_TEST_BIN`, to run the tests against another build (an
+///    older release, say);
+/// 2. else `CARGO_BIN_EXE_lockwarden`, which cargo sets when it runs the
+///    end-to-end tests (`e2e`, a test target of the `lockwarden` package), to
+///    the binary it has just built from the current sources;
+/// 3. else, for tools that are not tests (the bench), the binary of the same
+///    build profile next to the running executable.
 pub fn lockwarden_bin() -> PathBuf {
-    // Another build of the binary (an older release, say) to run the same
-    // tests against.
     if let Some(bin) = std::env::var_os("LOCKWARDEN_TEST_BIN") {
+        return PathBuf::from(bin);
+    }
+    if let Some(bin) = std::env::var_os("CARGO_BIN_EXE_lockwarden") {
         return PathBuf::from(bin);
     }
     let exe = std::env::current_exe().expect("the running binary's path");
@@ -43,8 +83,7 @@ pub fn lockwarden_bin() -> PathBuf {
         .find(|bin| bin.is_file())
         .unwrap_or_else(|| {
             panic!(
-                "no lockwarden binary next to {}: build it first with `cargo build --release -p lockwarden` \
-                 (`make test` does)",
+                "no lockwarden binary next to {}: build it first with `cargo build --release -p lockwarden`",
                 exe.display()
             )
         })

@@ -1,110 +1,77 @@
-//! A policy that misbehaves in one way, chosen by cargo feature. Each
-//! behaviour keeps every lock otherwise, so that a host which does not catch
-//! the misbehaviour still removes nothing that the test would notice.
+//! What every test guest that misbehaves on purpose shares: a policy named
+//! `misbehave` that keeps every lock and every unreadable file, unless the
+//! guest's own `evaluate` changes that.
+//!
+//! Each behaviour is a package of its own next to this one
+//! (`tests/guests/<behaviour>/`), built as a component of its own by
+//! `tests/build.rs`: one component per behaviour keeps each guest's imports to
+//! exactly what its misbehaviour needs (only `wall-clock` imports WASI clocks,
+//! only `read-file` the filesystem), and a behaviour that keeps every lock
+//! otherwise removes nothing a test would notice if a host failed to catch it.
 
-#[allow(missing_docs, unsafe_code)]
-mod bindings {
-    wit_bindgen::generate!({ path: "../../../wit", world: "stale-lock-policy" });
-}
+/// The contract version the guests claim: the one in `wit/`.
+pub const CONTRACT_VERSION: &str = lockwarden_wit::VERSION;
 
-use bindings::exports::lockwarden::policy::policy::Guest;
-use bindings::lockwarden::policy::types::{
-    Action, EvaluateRequest, PolicyError, PolicyInfo, Verdict,
-};
-
-struct Misbehave;
-
-fn keep_all(request: &EvaluateRequest) -> Vec<Verdict> {
-    let ids = request
-        .locks
-        .iter()
-        .map(|l| l.id.clone())
-        .chain(request.unreadable.iter().map(|u| u.id.clone()));
-    ids.map(|id| Verdict {
-        id,
-        action: Action::Keep,
-        rule: "misbehave".into(),
-        reason: "test guest".into(),
-    })
-    .collect()
-}
-
-impl Guest for Misbehave {
-    fn info() -> PolicyInfo {
-        PolicyInfo {
-            name: "misbehave".into(),
-            version: "0.1.0".into(),
-            contract_version: "0.1.0".into(),
-            description: "misbehaves on purpose".into(),
-            settings: Vec::new(),
+/// Makes the calling crate the `misbehave` policy component.
+///
+/// The crate defines, at its root,
+/// `fn evaluate(request: &EvaluateRequest, verdicts: Vec<Verdict>) ->
+/// Result<Vec<Verdict>, PolicyError>`: `verdicts` keeps every lock and then
+/// every unreadable file of `request`, in that order, and what `evaluate`
+/// returns is the policy's answer. The macro brings `Action`,
+/// `EvaluateRequest`, `PolicyError` and `Verdict` into the crate root, and
+/// needs `wit-bindgen` among the crate's dependencies and the crate in
+/// `tests/guests/<behaviour>/` (for the path to `wit/`).
+#[macro_export]
+// `crate::` on purpose: the bindings and `evaluate` are the calling crate's.
+#[allow(clippy::crate_in_macro_def)]
+macro_rules! policy {
+    () => {
+        #[allow(missing_docs, unsafe_code)]
+        mod bindings {
+            wit_bindgen::generate!({ path: "../../../wit", world: "stale-lock-policy" });
         }
-    }
 
-    #[allow(unreachable_code, unused_mut)]
-    fn evaluate(request: EvaluateRequest) -> Result<Vec<Verdict>, PolicyError> {
-        let mut verdicts = keep_all(&request);
-        #[cfg(feature = "panic")]
-        panic!("policy bug: index out of range");
-        #[cfg(feature = "spin")]
-        loop {
-            std::hint::black_box(&verdicts);
-        }
-        #[cfg(feature = "hog")]
-        {
-            let mut hoard: Vec<Vec<u8>> = Vec::new();
-            loop {
-                hoard.push(vec![1; 1 << 20]);
-                std::hint::black_box(&hoard);
+        #[allow(unused_imports)]
+        use bindings::lockwarden::policy::types::{
+            Action, EvaluateRequest, PolicyError, Verdict,
+        };
+
+        struct Misbehave;
+
+        impl bindings::exports::lockwarden::policy::policy::Guest for Misbehave {
+            fn info() -> bindings::lockwarden::policy::types::PolicyInfo {
+                bindings::lockwarden::policy::types::PolicyInfo {
+                    name: "misbehave".into(),
+                    version: "0.1.0".into(),
+                    contract_version: $crate::CONTRACT_VERSION.into(),
+                    description: "misbehaves on purpose".into(),
+                    settings: Vec::new(),
+                }
+            }
+
+            fn evaluate(request: EvaluateRequest) -> Result<Vec<Verdict>, PolicyError> {
+                let ids = request
+                    .locks
+                    .iter()
+                    .map(|l| l.id.clone())
+                    .chain(request.unreadable.iter().map(|u| u.id.clone()));
+                let verdicts = ids
+                    .map(|id| Verdict {
+                        id,
+                        action: Action::Keep,
+                        rule: "misbehave".into(),
+                        reason: "test guest".into(),
+                    })
+                    .collect();
+                crate::evaluate(&request, verdicts)
             }
         }
-        #[cfg(feature = "omit")]
-        verdicts.pop();
-        #[cfg(feature = "duplicate")]
-        verdicts.push(verdicts[0].clone());
-        #[cfg(feature = "invent")]
-        verdicts.push(Verdict {
-            id: "f".repeat(64),
-            action: Action::Remove,
-            rule: "invented".into(),
-            reason: "an id nobody asked about".into(),
-        });
-        #[cfg(feature = "fail")]
-        return Err(PolicyError::Failed("the policy gave up on purpose".into()));
-        #[cfg(feature = "snoop")]
-        {
-            // Everything a policy could learn about its host through the WASI
-            // the sandbox links: it must all be empty.
-            let env = std::env::vars().count();
-            let args = std::env::args().count();
-            let cwd = std::env::current_dir().is_ok();
-            println!("anyone there?");
-            return Err(PolicyError::Failed(format!(
-                "env vars: {env}, args: {args}, cwd: {cwd}"
-            )));
-        }
-        #[cfg(feature = "wall-clock")]
-        {
-            let now = std::time::SystemTime::now();
-            std::hint::black_box(now);
-        }
-        #[cfg(feature = "read-file")]
-        {
-            let secret = std::fs::read("/etc/passwd").map(|b| b.len());
-            std::hint::black_box(secret.ok());
-        }
-        #[cfg(feature = "remove-unreadable")]
-        for verdict in verdicts.iter_mut().skip(request.locks.len()) {
-            // Every lock is kept; every unreadable file is judged stale,
-            // which no host may act on.
-            verdict.action = Action::Remove;
-            verdict.rule = "remove-unreadable".into();
-        }
-        Ok(verdicts)
-    }
-}
 
-#[allow(unsafe_code)]
-mod export {
-    use super::Misbehave;
-    crate::bindings::export!(Misbehave with_types_in crate::bindings);
+        #[allow(unsafe_code)]
+        mod export {
+            use super::Misbehave;
+            crate::bindings::export!(Misbehave with_types_in crate::bindings);
+        }
+    };
 }

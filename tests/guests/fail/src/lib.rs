@@ -1,0 +1,11 @@
+//! Returns an error from `evaluate`: the host must report it and remove
+//! nothing.
+
+misbehave::policy!();
+
+fn evaluate(
+    _request: &EvaluateRequest,
+    _verdicts: Vec<Verdict>,
+) -> Result<Vec<Verdict>, PolicyError> {
+    Err(PolicyError::Failed("the policy gave up on purpose".into()))
+}

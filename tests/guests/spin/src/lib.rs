@@ -1,0 +1,12 @@
+//! Never returns from `evaluate`: the host must stop it at its deadline.
+
+misbehave::policy!();
+
+fn evaluate(
+    _request: &EvaluateRequest,
+    verdicts: Vec<Verdict>,
+) -> Result<Vec<Verdict>, PolicyError> {
+    loop {
+        std::hint::black_box(&verdicts);
+    }
+}
