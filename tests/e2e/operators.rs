@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use lockwarden_tests::adversary::{pair, reason, verdict};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo, free_port};
-use lockwarden_tests::{Finished, finish, lockwarden};
+use lockwarden_tests::{Finished, TESTS_DIR, finish, lockwarden};
 use serde_json::Value;
 
 const MINUTE: i64 = 60;
@@ -373,7 +373,7 @@ impl Pods {
 fn a_kubectl_inventory_removes_the_lock_of_a_gone_pod_and_keeps_a_running_one() {
     let pods = Pods::new();
     let repo = &pods.repo;
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kubectl-get-pods.json");
+    let fixture = Path::new(TESTS_DIR).join("fixtures/kubectl-get-pods.json");
     let fixture = fixture.to_str().expect("utf-8");
 
     // A command runs after the locks are listed: its answer is younger than
