@@ -20,11 +20,10 @@ pub const SCHEME: Scheme = Scheme {
     name: "rest",
     parse: |location| {
         let url = Url::parse(location)?;
-        let userinfo = match &url.credentials {
-            Some(_) => url.userinfo,
-            None => "",
-        };
-        Ok(format!("rest:{}://{userinfo}{}", url.scheme, url.rest))
+        Ok(format!(
+            "rest:{}://{}{}",
+            url.scheme, url.userinfo, url.rest
+        ))
     },
     open: |target: &Target<'_>| {
         let url = Url::parse(target.location).map_err(|e| BackendError::Other(e.to_string()))?;
