@@ -89,9 +89,14 @@ impl Location {
 /// `key=value` options whose key names a secret (rclone connection strings
 /// such as `:s3,secret_access_key=...:bucket`).
 pub(crate) fn redact_userinfo(text: &str) -> String {
-    let text = redact_secret_options(text);
+    // User information first: a password may itself look like `,key=...`.
+    redact_secret_options(&redact_password(text))
+}
+
+/// `text` with the password of its `user:password@` part replaced.
+fn redact_password(text: &str) -> String {
     let Some(at) = text.rfind('@') else {
-        return text;
+        return text.to_owned();
     };
     let head = &text[..at];
     // The user information starts after `://`; in a malformed URL, after
@@ -105,7 +110,7 @@ pub(crate) fn redact_userinfo(text: &str) -> String {
     let userinfo = &head[start..];
     match userinfo.split_once(':') {
         Some((user, _)) => format!("{}{user}:***{}", &text[..start], &text[at..]),
-        None => text.clone(),
+        None => text.to_owned(),
     }
 }
 
@@ -218,6 +223,19 @@ mod tests {
         assert!(!malformed.to_string().contains("S1"), "{malformed}");
         let path = Location::parse("rst:http://alice:S3@h/r").expect("a path");
         assert!(!path.redacted().contains("S3"));
+        for text in [
+            "rest:http://alice:Tr0ub4dor,key=3@127.0.0.1:18080/",
+            "rest:ftp://u:SECRET,token=zz@h/",
+        ] {
+            let shown = match Location::parse(text) {
+                Ok(location) => location.redacted(),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                !shown.contains("Tr0ub4dor") && !shown.contains("SECRET"),
+                "{shown}"
+            );
+        }
         let slash = Location::parse("rest:http://user:pa/ss-MARKER@127.0.0.1:1/repo")
             .expect_err("an @ in the path");
         assert!(!slash.to_string().contains("MARKER"), "{slash}");

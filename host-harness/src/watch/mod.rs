@@ -300,7 +300,11 @@ fn log_removals(report: &Report) -> i64 {
         match report.removal(subject.id()).map(|r| &r.result) {
             None => {
                 not_removed += 1;
-                tracing::info!(lock = id, rule = %rule, "stale (report mode, kept): {reason}");
+                let why = match report.act {
+                    Act::Judge => "kept: report mode, or a backend that cannot remove",
+                    Act::Remove => "kept",
+                };
+                tracing::info!(lock = id, rule = %rule, "stale ({why}): {reason}");
             }
             Some(Ok(removal)) => {
                 let gone = if *removal == Removal::AlreadyGone {

@@ -21,6 +21,7 @@ use super::{
 };
 use crate::files::{ReadError, check_regular, read_open_file};
 use crate::repo::location::LocationError;
+use crate::repo::lockfile;
 
 /// `local:PATH`, or a path with no known scheme.
 pub const SCHEME: Scheme = Scheme {
@@ -32,23 +33,28 @@ pub const SCHEME: Scheme = Scheme {
         }
         Ok(path.to_owned())
     },
-    open: |target: &Target<'_>| Ok(Box::new(LocalBackend::open(Path::new(target.location))?)),
+    open: |target: &Target<'_>| {
+        let path = Path::new(target.location);
+        Ok(Box::new(LocalBackend::open(path, target.shown)?))
+    },
 };
 
 /// A local repository directory.
 pub struct LocalBackend {
     dir: Dir,
-    /// `locks/`, opened on first use (`None` when there is none: restic
-    /// treats a missing `locks/` as no locks).
-    locks: OnceLock<Option<OwnedFd>>,
+    /// `locks/`, opened on first use and kept (while there is none, each
+    /// use looks again: restic treats a missing `locks/` as no locks).
+    locks: OnceLock<OwnedFd>,
     display: String,
 }
 
 impl LocalBackend {
     /// Opens the repository directory at `path` (which may itself be a
-    /// symbolic link: it is the user's own name for the repository).
-    pub fn open(path: &Path) -> Result<LocalBackend, BackendError> {
-        let display = path.display().to_string();
+    /// symbolic link: it is the user's own name for the repository);
+    /// messages name it `shown` (a mistyped URL taken for a path may hold a
+    /// password).
+    pub fn open(path: &Path, shown: &str) -> Result<LocalBackend, BackendError> {
+        let display = shown.to_owned();
         let dir =
             Dir::open_ambient_dir(path, ambient_authority()).map_err(
                 |e| match Errno::from_io_error(&e) {
@@ -98,10 +104,11 @@ impl LocalBackend {
     /// The `locks/` directory, if there is one.
     fn locks(&self) -> Result<Option<&OwnedFd>, BackendError> {
         if let Some(dir) = self.locks.get() {
-            return Ok(dir.as_ref());
+            return Ok(Some(dir));
         }
-        let dir = self.subdir(Kind::Lock.dir())?;
-        Ok(self.locks.get_or_init(|| dir).as_ref())
+        Ok(self
+            .subdir(Kind::Lock.dir())?
+            .map(|dir| self.locks.get_or_init(|| dir)))
     }
 
     /// Reads the regular file `name` in `dir`, within `limit`.
@@ -193,6 +200,11 @@ impl Backend for LocalBackend {
         for entry in entries {
             let entry = entry.map_err(|e| self.listing_error(kind, e))?;
             let mut file = FileInfo::named(entry.file_name().to_string_lossy());
+            // restic writes nothing but ids here; anything else (editor
+            // droppings, temp files) is passed over without being kept.
+            if !lockfile::is_valid_id(&file.name) {
+                continue;
+            }
             // What the directory says of a regular file (links are not
             // followed); the read checks the type again.
             if let Ok(meta) = entry.metadata()
@@ -205,9 +217,9 @@ impl Backend for LocalBackend {
                     .map(|t| crate::time::nanos_since_epoch(t.into_std()));
             }
             files.push(file);
-            // Names that are not ids are dropped below; a directory full of
-            // them still ends the listing here.
-            if files.len() > 2 * crate::limits::LISTING_ENTRIES {
+            // One more than the limit is enough for checked_listing to
+            // refuse the whole listing.
+            if files.len() > crate::limits::LISTING_ENTRIES {
                 break;
             }
         }
@@ -237,5 +249,32 @@ impl Backend for LocalBackend {
             Err(Errno::NOENT) => Ok(Removal::AlreadyGone),
             Err(e) => Err(self.error(&shown, e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_locks_directory_made_later_is_seen_and_messages_use_the_shown_name() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let backend = LocalBackend::open(dir.path(), "shown-name").expect("opens");
+        assert_eq!(backend.list(Kind::Lock).expect("no locks/"), Vec::new());
+        std::fs::create_dir(dir.path().join("locks")).expect("mkdir");
+        let id = "a".repeat(64);
+        std::fs::write(dir.path().join("locks").join(&id), b"x").expect("write");
+        std::fs::write(dir.path().join("locks/notes.txt"), b"x").expect("write");
+        let files = backend.list(Kind::Lock).expect("listed");
+        assert_eq!(files.len(), 1);
+        assert_eq!((files[0].name.as_str(), files[0].size), (id.as_str(), Some(1)));
+        assert!(files[0].modified.is_some());
+
+        let missing = dir.path().join("http:").join("alice:SECRET@host");
+        let error = LocalBackend::open(&missing, "http://alice:***@host")
+            .err()
+            .expect("no such directory")
+            .to_string();
+        assert!(!error.contains("SECRET"), "{error}");
     }
 }

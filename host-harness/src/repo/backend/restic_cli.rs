@@ -50,9 +50,6 @@ const UNREACHABLE: [&str; 6] = [
     "network is unreachable",
 ];
 
-/// What restic prints when a file it was asked for is not there.
-const MISSING: [&str; 3] = ["no such file", "not found", "does not exist"];
-
 impl ResticCli {
     /// A runner for `repository` (as given to restic) with `password`; each
     /// restic run is stopped after `timeout`.
@@ -70,12 +67,12 @@ impl ResticCli {
         }
     }
 
-    fn run(&self, args: &[&str]) -> Result<Vec<u8>, BackendError> {
+    /// Runs restic with `args`, taking at most `limit` bytes of its output.
+    fn run(&self, args: &[&str], limit: u64) -> Result<Vec<u8>, BackendError> {
         let mut restic = Command::new("restic");
         restic.args(args).arg("--no-lock");
         command::restic_env(&mut restic, &self.repository, &self.password);
-        // A listing of 100,000 ids is 6.5 MB.
-        let output = command::run(restic, self.timeout, limits::LISTING_BODY).map_err(|e| match e {
+        let output = command::run(restic, self.timeout, limit).map_err(|e| match e {
             CommandError::Spawn(e) => BackendError::Other(format!(
                 "cannot run restic ({e}); this backend is read through the restic binary: install restic"
             )),
@@ -84,6 +81,10 @@ impl ResticCli {
                 args.join(" "),
                 redact_userinfo(&self.repository)
             )),
+            CommandError::TooMuchOutput(limit) => BackendError::TooLarge {
+                size: limit + 1,
+                limit,
+            },
             other => BackendError::Other(format!("restic {}: {other}", args.join(" "))),
         })?;
         if output.status.success() {
@@ -93,7 +94,6 @@ impl ResticCli {
         let first = self.scrub(&output.stderr_line());
         // restic 0.17+ exits 10 and 12; older ones exit 1 with these texts.
         let code = output.status.code();
-        let lower = stderr.to_ascii_lowercase();
         if code == Some(12) || stderr.contains("wrong password") {
             Err(BackendError::WrongPassword)
         } else if UNREACHABLE.iter().any(|t| stderr.contains(t)) {
@@ -105,11 +105,6 @@ impl ResticCli {
             || stderr.contains("Is there a repository at the following location?")
         {
             Err(BackendError::NoRepository(first))
-        } else if args.first() == Some(&"cat") && MISSING.iter().any(|t| lower.contains(t)) {
-            Err(BackendError::NotFound(format!(
-                "{} (restic: {first})",
-                args.join(" ")
-            )))
         } else {
             Err(BackendError::Other(format!(
                 "restic {} failed: {first}",
@@ -146,7 +141,8 @@ impl Backend for ResticCli {
         if kind != Kind::Lock {
             return Err(self.unsupported("list keys"));
         }
-        let out = self.run(&["list", "locks"])?;
+        // A listing of 100,000 ids is 6.5 MB.
+        let out = self.run(&["list", "locks"], limits::LISTING_BODY)?;
         let files = String::from_utf8_lossy(&out)
             .lines()
             .map(|line| FileInfo::named(line.trim()))
@@ -157,8 +153,8 @@ impl Backend for ResticCli {
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
         checked_name(kind, name)?;
         match kind {
-            Kind::Config => self.run(&["cat", "config"]),
-            Kind::Lock => self.run(&["cat", "lock", name]),
+            Kind::Config => self.run(&["cat", "config"], kind.limit()),
+            Kind::Lock => self.read_lock(name),
             Kind::Key => Err(self.unsupported("read key files")),
         }
     }
@@ -169,6 +165,22 @@ impl Backend for ResticCli {
 }
 
 impl ResticCli {
+    /// `restic cat lock ID`. restic's words for a missing file vary with the
+    /// storage, so a failure counts as "gone" only when a new listing no
+    /// longer has the id; otherwise the lock is reported unreadable.
+    fn read_lock(&self, id: &str) -> Result<Vec<u8>, BackendError> {
+        let error = match self.run(&["cat", "lock", id], Kind::Lock.limit()) {
+            Err(error @ BackendError::Other(_)) => error,
+            other => return other,
+        };
+        match self.list(Kind::Lock) {
+            Ok(files) if !files.iter().any(|f| f.name == id) => {
+                Err(BackendError::NotFound(format!("locks/{id}")))
+            }
+            _ => Err(error),
+        }
+    }
+
     fn unsupported(&self, operation: &'static str) -> BackendError {
         BackendError::Unsupported {
             backend: self.name,
