@@ -81,7 +81,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 /// reported and does not stop restic from running: restic will say itself if
 /// the repository is still locked.
 fn clean(judge: &Judge) {
-    let report = match judge.run(Act::Remove) {
+    let removable = judge.repo.capabilities().remove;
+    let act = if removable { Act::Remove } else { Act::Judge };
+    let report = match judge.run(act) {
         Ok(report) => report,
         Err(e) => {
             tracing::warn!(
@@ -91,6 +93,17 @@ fn clean(judge: &Judge) {
             return;
         }
     };
+    if !removable {
+        for (subject, verdict) in report.assessment.verdicts.stale() {
+            tracing::warn!(
+                "lock {} is stale ({}) but lockwarden cannot remove locks from {} repositories: {}",
+                short(subject.id()),
+                escape(&verdict.rule),
+                report.repository.backend,
+                escape(&verdict.reason)
+            );
+        }
+    }
     for result in report.removals {
         match result.result {
             Ok(Removal::Removed | Removal::AlreadyGone) => tracing::info!(

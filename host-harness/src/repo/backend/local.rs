@@ -267,7 +267,10 @@ mod tests {
         std::fs::write(dir.path().join("locks/notes.txt"), b"x").expect("write");
         let files = backend.list(Kind::Lock).expect("listed");
         assert_eq!(files.len(), 1);
-        assert_eq!((files[0].name.as_str(), files[0].size), (id.as_str(), Some(1)));
+        assert_eq!(
+            (files[0].name.as_str(), files[0].size),
+            (id.as_str(), Some(1))
+        );
         assert!(files[0].modified.is_some());
 
         let missing = dir.path().join("http:").join("alice:SECRET@host");
