@@ -500,3 +500,60 @@ fn other_backends_are_read_through_restic_and_unlock_refuses_there() {
         dry.stdout
     );
 }
+
+/// Through restic, a lock file restic cannot read is reported unreadable,
+/// not taken for gone, and however many there are, confirming that they are
+/// still listed costs at most a few extra listings (one serves every read
+/// that failed before it began), not one per file.
+#[test]
+fn unreadable_locks_read_through_restic_are_kept_with_bounded_relisting() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("repo");
+    let repo = TestRepo::at(format!("rclone:{}", path.display()), path.clone());
+    repo.init();
+    let writer = LockWriter::for_dir(Path::new(&path), lockwarden_tests::restic::PASSWORD);
+    let damaged: Vec<String> = (0..12u8).map(|i| writer.write_bytes(&[i; 100])).collect();
+    // A shim that logs each restic command line, then runs the real one.
+    let shim = dir.path().join("shim");
+    std::fs::create_dir(&shim).expect("shim dir");
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v restic"])
+            .output()
+            .expect("sh")
+            .stdout,
+    )
+    .expect("utf-8");
+    let log = dir.path().join("calls.log");
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> {}\nexec {} \"$@\"\n",
+        log.display(),
+        real.trim()
+    );
+    let restic = shim.join("restic");
+    std::fs::write(&restic, script).expect("write shim");
+    std::fs::set_permissions(&restic, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let path_var = format!(
+        "{}:{}",
+        shim.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = finish(repo.lockwarden("check").arg("--json").env("PATH", path_var));
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!(out.code, 0, "{doc:#}");
+    for id in &damaged {
+        assert_eq!(entry(&doc, id)["action"], "keep", "{doc:#}");
+    }
+    let calls = std::fs::read_to_string(&log).expect("calls logged");
+    let listings = calls
+        .lines()
+        .filter(|l| l.starts_with("list locks"))
+        .count();
+    // One listing to judge, then far fewer than one per damaged file.
+    assert!(
+        listings >= 2 && listings <= damaged.len() / 2,
+        "{listings} listings for {} unreadable locks:\n{calls}",
+        damaged.len()
+    );
+}

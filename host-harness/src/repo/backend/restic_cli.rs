@@ -2,8 +2,10 @@
 //! not speak natively (sftp, s3, b2, azure, gs, swift, rclone). restic does
 //! the decryption; lockwarden never removes anything this way.
 
+use std::collections::HashSet;
 use std::process::Command;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use super::{
     Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal, Scheme, Target,
@@ -37,6 +39,9 @@ pub struct ResticCli {
     repository: String,
     password: Password,
     timeout: Duration,
+    /// The last listing taken to confirm a failed read, with when it was
+    /// started: one listing serves every failure that began before it.
+    relisted: Mutex<Option<(Instant, HashSet<String>)>>,
 }
 
 /// What restic prints when the storage does not answer (Go's net errors and
@@ -64,6 +69,7 @@ impl ResticCli {
             repository: repository.to_owned(),
             password,
             timeout,
+            relisted: Mutex::default(),
         }
     }
 
@@ -169,15 +175,36 @@ impl ResticCli {
     /// storage, so a failure counts as "gone" only when a new listing no
     /// longer has the id; otherwise the lock is reported unreadable.
     fn read_lock(&self, id: &str) -> Result<Vec<u8>, BackendError> {
+        let asked = Instant::now();
         let error = match self.run(&["cat", "lock", id], Kind::Lock.limit()) {
             Err(error @ BackendError::Other(_)) => error,
             other => return other,
         };
-        match self.list(Kind::Lock) {
-            Ok(files) if !files.iter().any(|f| f.name == id) => {
-                Err(BackendError::NotFound(format!("locks/{id}")))
-            }
+        match self.listed_since(asked, id) {
+            Some(false) => Err(BackendError::NotFound(format!("locks/{id}"))),
             _ => Err(error),
+        }
+    }
+
+    /// Whether `id` is in `locks/` by a listing started after `asked`; one
+    /// listing serves all the reads that failed before it began, so a
+    /// repository full of unreadable locks costs a few extra listings, not
+    /// one per lock. `None` when listing fails.
+    fn listed_since(&self, asked: Instant, id: &str) -> Option<bool> {
+        let mut relisted = self
+            .relisted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match relisted.as_ref() {
+            Some((taken, ids)) if *taken >= asked => Some(ids.contains(id)),
+            _ => {
+                let taken = Instant::now();
+                let files = self.list(Kind::Lock).ok()?;
+                let ids: HashSet<String> = files.into_iter().map(|f| f.name).collect();
+                let listed = ids.contains(id);
+                *relisted = Some((taken, ids));
+                Some(listed)
+            }
         }
     }
 
