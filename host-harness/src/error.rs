@@ -18,6 +18,10 @@ pub enum ErrorKind {
     NoRepository,
     /// The password opens no key.
     WrongPassword,
+    /// The storage refused the credentials.
+    Denied,
+    /// The storage cannot be reached.
+    Unreachable,
     /// Anything else; nothing was removed after it.
     Failed,
 }
@@ -38,6 +42,8 @@ impl Classify for RepoError {
         match self {
             RepoError::NoRepository { .. } => ErrorKind::NoRepository,
             RepoError::WrongPassword { .. } => ErrorKind::WrongPassword,
+            RepoError::Denied { .. } => ErrorKind::Denied,
+            RepoError::Unreachable { .. } => ErrorKind::Unreachable,
             _ => ErrorKind::Failed,
         }
     }

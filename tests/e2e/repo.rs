@@ -456,7 +456,7 @@ fn an_unreachable_server_is_an_error_that_names_it() {
         dir.path().join("none"),
     );
     let out = warden(&repo, "unlock", &[]);
-    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.code, 14, "unreachable has its own exit code: {out:?}");
     assert!(
         out.stderr
             .contains("cannot reach rest:http://user:***@127.0.0.1"),

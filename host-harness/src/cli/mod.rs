@@ -39,6 +39,10 @@ pub mod code {
     pub const NO_REPOSITORY: u8 = 10;
     /// Wrong password.
     pub const WRONG_PASSWORD: u8 = 12;
+    /// The storage refused the credentials.
+    pub const DENIED: u8 = 13;
+    /// The storage cannot be reached.
+    pub const UNREACHABLE: u8 = 14;
 
     use lockwarden::error::ErrorKind;
 
@@ -48,6 +52,8 @@ pub mod code {
             ErrorKind::Usage => USAGE,
             ErrorKind::NoRepository => NO_REPOSITORY,
             ErrorKind::WrongPassword => WRONG_PASSWORD,
+            ErrorKind::Denied => DENIED,
+            ErrorKind::Unreachable => UNREACHABLE,
             ErrorKind::Failed => ERROR,
         }
     }

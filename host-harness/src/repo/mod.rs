@@ -83,6 +83,14 @@ pub enum RepoError {
         /// What failed, naming the location.
         cause: String,
     },
+    /// The storage refused the credentials.
+    #[error(
+        "{cause}; check the storage credentials (for S3 AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, for Azure AZURE_ACCOUNT_KEY or AZURE_ACCOUNT_SAS, for GCS GOOGLE_APPLICATION_CREDENTIALS) and that they may list, read and delete in the repository"
+    )]
+    Denied {
+        /// What was refused, naming the location.
+        cause: String,
+    },
     /// This backend cannot remove a lock by id (see its capabilities).
     #[error(
         "cannot remove locks from {location}: lockwarden reads {backend} repositories but cannot remove a lock there by id; run `lockwarden check` to see which locks are stale, then `restic unlock` there"
@@ -444,6 +452,7 @@ fn opening(shown: &str, e: BackendError) -> RepoError {
 fn failed(shown: &str, e: BackendError) -> RepoError {
     match e {
         BackendError::Unreachable(cause) => RepoError::Unreachable { cause },
+        BackendError::Denied(cause) => RepoError::Denied { cause },
         BackendError::WrongPassword => RepoError::WrongPassword {
             location: shown.to_owned(),
             detail: "restic opened no key".into(),

@@ -8,6 +8,8 @@
 //! the restic-binary entry that served `foo:` until then, if any), and test
 //! it against the real storage (`tests/e2e/`).
 
+#[allow(dead_code)] // Until the first network backend uses it (this branch).
+mod blocking;
 mod faulty;
 mod local;
 mod memory;
@@ -172,6 +174,9 @@ pub enum BackendError {
     /// The storage cannot be reached.
     #[error("{0}")]
     Unreachable(String),
+    /// The storage refused the credentials (or they allow too little).
+    #[error("{0}")]
+    Denied(String),
     /// The password opens no key (a backend that decrypts itself says so).
     #[error("wrong password")]
     WrongPassword,
