@@ -8,13 +8,16 @@
 //! the restic-binary entry that served `foo:` until then, if any), and test
 //! it against the real storage (`tests/e2e/`).
 
-#[allow(dead_code)] // Until the first network backend uses it (this branch).
+mod azure;
 mod blocking;
+mod cloud;
 mod faulty;
+mod gs;
 mod local;
 mod memory;
 mod rest;
 mod restic_cli;
+mod s3;
 
 use std::time::Duration;
 
@@ -32,10 +35,10 @@ pub const SCHEMES: &[Scheme] = &[
     local::SCHEME,
     rest::SCHEME,
     restic_cli::scheme("sftp"),
-    restic_cli::scheme("s3"),
+    s3::SCHEME,
     restic_cli::scheme("b2"),
-    restic_cli::scheme("azure"),
-    restic_cli::scheme("gs"),
+    azure::SCHEME,
+    gs::SCHEME,
     restic_cli::scheme("swift"),
     restic_cli::scheme("rclone"),
 ];

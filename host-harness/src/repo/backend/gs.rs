@@ -1,0 +1,97 @@
+//! `gs:` repositories (Google Cloud Storage), named and configured as
+//! restic names them.
+//!
+//! Credentials, as restic: `GOOGLE_ACCESS_TOKEN` (an OAuth token used as
+//! is), else `GOOGLE_APPLICATION_CREDENTIALS` (a service account's key
+//! file, or a user's credentials), else Google's application default
+//! credentials (gcloud's file, then the metadata server that GKE's
+//! workload identity answers). `GOOGLE_PROJECT_ID` is not needed to read or
+//! delete. A service-account file may name `gcs_base_url` (and
+//! `disable_oauth`) to point at an emulator.
+
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+
+use super::cloud;
+use super::{BackendError, Scheme, Target};
+
+/// `gs:bucket:/path`.
+pub const SCHEME: Scheme = Scheme {
+    name: "gs",
+    parse: |location| parse(location).map(|_| location.to_owned()),
+    open: |target: &Target<'_>| {
+        let (bucket, prefix) =
+            parse(target.location).map_err(|e| BackendError::Other(e.to_string()))?;
+        let built = builder(&bucket, target)?.build();
+        cloud::open(SCHEME.name, built, &bucket, prefix, target)
+    },
+};
+
+fn parse(location: &str) -> Result<(String, String), crate::repo::location::LocationError> {
+    let rest = location.strip_prefix("gs:").unwrap_or(location);
+    cloud::bucket_and_prefix(rest, "gs")
+}
+
+/// The most bytes of a credentials file read to learn its type.
+const CREDENTIALS_FILE_LIMIT: u64 = 64 * 1024;
+
+fn builder(bucket: &str, target: &Target<'_>) -> Result<GoogleCloudStorageBuilder, BackendError> {
+    let from_env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+    let mut builder = GoogleCloudStorageBuilder::new()
+        .with_bucket_name(bucket)
+        .with_client_options(cloud::client_options(target.timeout))
+        .with_retry(cloud::retry_config(target.timeout));
+    if let Some(token) = from_env("GOOGLE_ACCESS_TOKEN") {
+        builder = builder.with_config(GoogleConfigKey::BearerToken, token);
+    } else if let Some(file) = from_env("GOOGLE_APPLICATION_CREDENTIALS") {
+        builder = if is_service_account(&file)? {
+            builder.with_service_account_path(file)
+        } else {
+            builder.with_application_credentials(file)
+        };
+    }
+    Ok(builder)
+}
+
+/// Whether the credentials file holds a service account's key (rather
+/// than a user's credentials).
+fn is_service_account(file: &str) -> Result<bool, BackendError> {
+    let bytes = crate::files::read_regular_file(std::path::Path::new(file), CREDENTIALS_FILE_LIMIT)
+        .map_err(|e| {
+            BackendError::Other(format!(
+                "cannot read GOOGLE_APPLICATION_CREDENTIALS ({}): {e}",
+                crate::text::escape(file)
+            ))
+        })?;
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+    }
+    let kind: Kind = serde_json::from_slice(&bytes).map_err(|_| {
+        BackendError::Other(format!(
+            "GOOGLE_APPLICATION_CREDENTIALS ({}) is not a JSON credentials file",
+            crate::text::escape(file)
+        ))
+    })?;
+    Ok(kind.kind.as_deref() != Some("authorized_user"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_are_read_as_restic_reads_them() {
+        assert_eq!(
+            parse("gs:bucket:/a/b/").expect("valid"),
+            ("bucket".into(), "a/b".into())
+        );
+        assert_eq!(
+            parse("gs:bucket:").expect("root"),
+            ("bucket".into(), String::new())
+        );
+        for bad in ["gs:bucket", "gs::/x", "gs:bu/cket:/x", "gs:b\tx:/p"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+}
