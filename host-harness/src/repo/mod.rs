@@ -149,6 +149,11 @@ pub struct Repository {
     backend: Box<dyn Backend>,
     /// `None` where the backend decrypts ([`Contents::Decrypted`]).
     key: Option<Key>,
+    /// The locks read so far, by id. A lock file's name is the hash of its
+    /// contents, so a listed id that was read before need not be read
+    /// again: a repository kept open (`watch`) costs one listing per check
+    /// plus one read per new lock. Ids no longer listed are forgotten.
+    read_before: std::sync::Mutex<std::collections::HashMap<String, Lock>>,
 }
 
 impl std::fmt::Debug for Repository {
@@ -207,6 +212,7 @@ impl Repository {
             config,
             backend,
             key,
+            read_before: Default::default(),
         })
     }
 
@@ -245,13 +251,37 @@ impl Repository {
             Err(BackendError::NotFound(_)) => Vec::new(),
             Err(e) => return Err(failed(&self.location.redacted(), e)),
         };
+        let mut known = self
+            .read_before
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let listed: std::collections::HashSet<&str> =
+            files.iter().map(|f| f.name.as_str()).collect();
+        known.retain(|id, _| listed.contains(id.as_str()));
+        let new: Vec<&FileInfo> = files
+            .iter()
+            .filter(|f| !known.contains_key(&f.name))
+            .collect();
         let workers = self.capabilities().parallel_reads.max(1);
+        let mut fresh = std::collections::HashMap::new();
+        for (file, read) in new
+            .iter()
+            .zip(parallel_map(&new, workers, |file| self.read_lock(file)))
+        {
+            fresh.insert(file.name.as_str(), read);
+        }
+        // In the listing's order, each lock read now or before.
         let mut set = LockSet::default();
-        for read in parallel_map(&files, workers, |file| self.read_lock(file)) {
-            match read {
-                Read::Lock(lock) => set.locks.push(lock),
-                Read::Unreadable(u) => set.unreadable.push(u),
-                Read::Vanished => {}
+        for file in &files {
+            match fresh.remove(file.name.as_str()) {
+                Some(Read::Lock(lock)) => {
+                    known.insert(lock.id.clone(), lock.clone());
+                    set.locks.push(lock);
+                }
+                // Not remembered: the next check tries again.
+                Some(Read::Unreadable(u)) => set.unreadable.push(u),
+                Some(Read::Vanished) => {}
+                None => set.locks.extend(known.get(&file.name).cloned()),
             }
         }
         Ok(set)

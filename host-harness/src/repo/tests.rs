@@ -113,6 +113,37 @@ fn a_lock_that_vanishes_after_the_listing_is_left_out() {
 }
 
 #[test]
+fn a_repository_kept_open_reads_each_lock_once() {
+    let (backend, key) = MemoryBackend::init(PASSWORD);
+    let ids: Vec<_> = [10, 11]
+        .iter()
+        .map(|pid| backend.put_lock(&key, &lock_json("h", *pid)))
+        .collect();
+    let counted = std::sync::Arc::new(FaultyBackend::new(backend));
+    let repo = open(counted.clone()).expect("opens");
+    let reads_at_open = counted.calls(Operation::Read);
+    let first = repo.read_locks().expect("listed");
+    assert_eq!(first.locks.len(), 2);
+    assert_eq!(counted.calls(Operation::Read), reads_at_open + 2);
+
+    // A new lock and one gone: one read more, and the gone one forgotten.
+    let new = counted.inner().put_lock(&key, &lock_json("h", 12));
+    counted.inner().remove(&ids[0]).expect("removed");
+    let second = repo.read_locks().expect("listed");
+    let mut seen: Vec<_> = second.locks.iter().map(|l| l.id.clone()).collect();
+    seen.sort();
+    let mut expected = vec![ids[1].clone(), new];
+    expected.sort();
+    assert_eq!(seen, expected);
+    assert_eq!(counted.calls(Operation::Read), reads_at_open + 3);
+    assert_eq!(
+        counted.calls(Operation::List),
+        1 + 2,
+        "keys, then locks twice"
+    );
+}
+
+#[test]
 fn a_failed_read_makes_one_lock_unreadable_and_a_failed_listing_an_error() {
     let (backend, ids) = repository_with(&[10, 11]);
     let flaky = FaultyBackend::new(backend).fail(

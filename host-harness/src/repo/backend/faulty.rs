@@ -3,6 +3,7 @@
 //! backends, so that every error path above the storage has a fast test.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{Backend, BackendError, Capabilities, FileInfo, Kind, Removal};
 
@@ -10,7 +11,7 @@ use super::{Backend, BackendError, Capabilities, FileInfo, Kind, Removal};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
     /// [`Backend::list`].
-    List,
+    List = 0,
     /// [`Backend::read`].
     Read,
     /// [`Backend::remove`].
@@ -63,10 +64,12 @@ impl Fault {
     }
 }
 
-/// `inner`, with [`Fault`]s injected.
+/// `inner`, with [`Fault`]s injected and every call counted.
 pub struct FaultyBackend<B> {
     inner: B,
     faults: Mutex<Vec<Fault>>,
+    /// Calls so far, by [`Operation`] (list, read, remove).
+    calls: [AtomicUsize; 3],
 }
 
 impl<B: Backend> FaultyBackend<B> {
@@ -75,6 +78,7 @@ impl<B: Backend> FaultyBackend<B> {
         FaultyBackend {
             inner,
             faults: Mutex::default(),
+            calls: Default::default(),
         }
     }
 
@@ -92,6 +96,11 @@ impl<B: Backend> FaultyBackend<B> {
         &self.inner
     }
 
+    /// How many times `operation` was called (failed calls too).
+    pub fn calls(&self, operation: Operation) -> usize {
+        self.calls[operation as usize].load(Ordering::Relaxed)
+    }
+
     /// The error of the first fault that matches, counting it down.
     fn injected(
         &self,
@@ -99,6 +108,7 @@ impl<B: Backend> FaultyBackend<B> {
         kind: Kind,
         name: Option<&str>,
     ) -> Result<(), BackendError> {
+        self.calls[operation as usize].fetch_add(1, Ordering::Relaxed);
         let mut faults = self
             .faults
             .lock()

@@ -228,6 +228,26 @@ pub trait Backend: Send + Sync {
     fn remove(&self, id: &str) -> Result<Removal, BackendError>;
 }
 
+/// A shared backend is a backend (tests keep a handle on the one a
+/// repository uses).
+impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
+    }
+    fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError> {
+        (**self).list(kind)
+    }
+    fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
+        (**self).read(kind, name)
+    }
+    fn remove(&self, id: &str) -> Result<Removal, BackendError> {
+        (**self).remove(id)
+    }
+}
+
 /// The scheme of `location`: the entry of [`SCHEMES`] whose `NAME:` starts
 /// it, else [`FALLBACK`].
 pub fn scheme_of(location: &str) -> &'static Scheme {
