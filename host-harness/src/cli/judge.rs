@@ -7,6 +7,7 @@ use clap::Args;
 use jiff::SignedDuration;
 use lockwarden::contract::{Lock, Verdict};
 use lockwarden::repo::Repository;
+use lockwarden::repo::backend::Variables;
 use lockwarden::runtime::Policy;
 use lockwarden::text::escape;
 use lockwarden::warden::{Act, Assessment, Report, Warden, WardenError};
@@ -51,7 +52,12 @@ impl JudgeArgs {
         let location = self.repo.location()?;
         let password = self.repo.password()?;
         let (runtime, policy) = self.policy.load()?;
-        let repo = Repository::open(location, &password, self.repo.timeout)?;
+        let repo = Repository::open(
+            location,
+            &password,
+            self.repo.timeout,
+            &Variables::default(),
+        )?;
         let warden = Warden {
             runtime: Arc::new(runtime),
             policy: Arc::new(policy),

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::Password;
-use super::backend::{Backend, BackendError, Scheme, Target, scheme_of};
+use super::backend::{Backend, BackendError, Scheme, Target, Variables, scheme_of};
 
 /// A repository location: its backend's scheme and the string that backend
 /// parsed (which may hold credentials, so it is never shown as is).
@@ -67,17 +67,20 @@ impl Location {
     }
 
     /// Opens the backend that serves this location; each request or command
-    /// it makes ends within `timeout`.
+    /// it makes ends within `timeout`; the storage's variables are read
+    /// from `variables`.
     pub fn open(
         &self,
         password: &Password,
         timeout: Duration,
+        variables: &Variables,
     ) -> Result<Box<dyn Backend>, BackendError> {
         (self.scheme.open)(&Target {
             location: &self.text,
             shown: &self.redacted(),
             password,
             timeout,
+            variables,
         })
     }
 }

@@ -11,7 +11,7 @@ pub mod location;
 pub mod lockfile;
 mod password;
 
-use backend::{Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal};
+use backend::{Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal, Variables};
 use crypto::Key;
 use location::Location;
 pub use password::{Password, PasswordError, PasswordSource};
@@ -169,14 +169,16 @@ impl std::fmt::Debug for Repository {
 impl Repository {
     /// Opens the repository at `location`: reads `config`, finds the key file
     /// that `password` opens (at most 20 tried, as restic does), decrypts the
-    /// config. Each network request or restic run ends within `timeout`.
+    /// config. Each network request or restic run ends within `timeout`;
+    /// the storage's variables (credentials) are read from `variables`.
     pub fn open(
         location: Location,
         password: &Password,
         timeout: Duration,
+        variables: &Variables,
     ) -> Result<Repository, RepoError> {
         let backend = location
-            .open(password, timeout)
+            .open(password, timeout, variables)
             .map_err(|e| opening(&location.redacted(), e))?;
         Repository::with_backend(location, backend, password)
     }

@@ -8,6 +8,7 @@
 //! name = "demo"                      # the metrics label; never a secret
 //! repository = "/srv/restic"         # as restic's -r
 //! password_file = "/etc/restic/pw"   # or password_command, or password_env
+//! env_prefix = "OFFSITE_"            # storage variables: OFFSITE_AWS_ACCESS_KEY_ID, ...
 //! interval = "5m"                    # default 5m, at least 1s
 //! timeout = "60s"                    # per command or request; default 60s
 //! mode = "unlock"                    # or "report"
@@ -26,6 +27,7 @@ use serde::Deserialize;
 use crate::evidence::{EvidenceError, EvidenceOptions};
 use crate::files::{ReadError, read_regular_file};
 use crate::limits;
+use crate::repo::backend::Variables;
 use crate::repo::location::{Location, LocationError};
 use crate::repo::{Password, PasswordError, PasswordSource};
 use crate::runtime::PolicySource;
@@ -91,6 +93,9 @@ pub enum RepositoryProblem {
     /// Its evidence options are refused.
     #[error("evidence: {0}")]
     Evidence(#[from] EvidenceError),
+    /// Its variable prefix is not one.
+    #[error("env_prefix must be upper-case letters, digits and `_` (like `OFFSITE_`)")]
+    EnvPrefix,
 }
 
 /// The shortest interval: a check more often than this only burns CPU (and,
@@ -134,6 +139,10 @@ pub struct RepositoryConfig {
     pub password_command: Option<String>,
     /// An environment variable holding the password.
     pub password_env: Option<String>,
+    /// A prefix for the storage's variables: with `OFFSITE_`, this
+    /// repository's S3 credentials are `OFFSITE_AWS_ACCESS_KEY_ID` and so on.
+    #[serde(default)]
+    pub env_prefix: String,
     /// How often to check (default 5m, at least [`MIN_INTERVAL`]).
     #[serde(default = "default_interval")]
     pub interval: String,
@@ -220,6 +229,10 @@ impl RepositoryConfig {
         if let Some(evidence) = &self.evidence {
             evidence.config(timeout)?;
         }
+        let variable_char = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
+        if !self.env_prefix.chars().all(variable_char) {
+            return Err(RepositoryProblem::EnvPrefix);
+        }
         Ok(())
     }
 
@@ -255,6 +268,11 @@ impl RepositoryConfig {
                 }),
             None => Ok(crate::command::DEFAULT_TIMEOUT),
         }
+    }
+
+    /// Where this repository's storage variables are read.
+    pub fn variables(&self) -> Variables {
+        Variables::prefixed(&self.env_prefix)
     }
 
     /// Resolves the password now.
@@ -310,6 +328,24 @@ mod tests {
         ] {
             let err = WatchConfig::parse(&repo(bad)).expect_err(bad).to_string();
             assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_variable_prefix_is_a_variable_name_part() {
+        let repo = |prefix: &str| {
+            format!(
+                "[[repository]]\nname = \"a\"\nrepository = \"s3:h/b\"\npassword_env = \"X\"\nenv_prefix = \"{prefix}\"\n"
+            )
+        };
+        let config = WatchConfig::parse(&repo("OFFSITE_")).expect("valid");
+        assert_eq!(
+            config.repositories[0].variables(),
+            Variables::prefixed("OFFSITE_")
+        );
+        for bad in ["offsite_", "A B", "X=Y", "\\u001b"] {
+            let err = WatchConfig::parse(&repo(bad)).expect_err(bad).to_string();
+            assert!(err.contains("env_prefix"), "{bad}: {err}");
         }
     }
 

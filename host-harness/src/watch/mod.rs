@@ -255,8 +255,13 @@ fn open<'a>(
         return Ok(repo);
     }
     let timeout = config.timeout().unwrap_or(crate::command::DEFAULT_TIMEOUT);
-    let opened = Repository::open(config.location()?, &config.password()?, timeout)
-        .map_err(WardenError::from)?;
+    let opened = Repository::open(
+        config.location()?,
+        &config.password()?,
+        timeout,
+        &config.variables(),
+    )
+    .map_err(WardenError::from)?;
     tracing::info!(
         "opened {} (repository {})",
         escape(&opened.location().redacted()),

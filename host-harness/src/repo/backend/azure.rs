@@ -43,7 +43,7 @@ const WORKLOAD_VARIABLES: [(&str, AzureConfigKey); 4] = [
 ];
 
 fn builder(container: &str, target: &Target<'_>) -> Result<MicrosoftAzureBuilder, BackendError> {
-    let from_env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+    let from_env = |key: &str| target.variables.get(key);
     let account = from_env("AZURE_ACCOUNT_NAME").ok_or_else(|| {
         BackendError::Other(format!(
             "cannot use {}: AZURE_ACCOUNT_NAME is not set (the storage account's name)",

@@ -35,7 +35,7 @@ fn parse(location: &str) -> Result<(String, String), crate::repo::location::Loca
 const CREDENTIALS_FILE_LIMIT: u64 = 64 * 1024;
 
 fn builder(bucket: &str, target: &Target<'_>) -> Result<GoogleCloudStorageBuilder, BackendError> {
-    let from_env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+    let from_env = |key: &str| target.variables.get(key);
     let mut builder = GoogleCloudStorageBuilder::new()
         .with_bucket_name(bucket)
         .with_client_options(cloud::client_options(target.timeout))

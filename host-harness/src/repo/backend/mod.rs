@@ -60,6 +60,32 @@ pub struct Scheme {
     pub open: fn(&Target<'_>) -> Result<Box<dyn Backend>, BackendError>,
 }
 
+/// Where a backend reads its storage's variables (`AWS_ACCESS_KEY_ID`,
+/// `AZURE_ACCOUNT_KEY`, ...): the process environment, each name behind an
+/// optional prefix (as restic reads `RESTIC_FROM_`-prefixed variables for a
+/// second repository), so that one `watch` holds other credentials per
+/// repository. With a prefix, only prefixed names are read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Variables {
+    prefix: String,
+}
+
+impl Variables {
+    /// Variables read as `<prefix><NAME>`.
+    pub fn prefixed(prefix: &str) -> Variables {
+        Variables {
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    /// The value of `name` (behind the prefix), when set and not empty.
+    pub fn get(&self, name: &str) -> Option<String> {
+        std::env::var(format!("{}{name}", self.prefix))
+            .ok()
+            .filter(|v| !v.is_empty())
+    }
+}
+
 /// What opening a backend is given.
 pub struct Target<'a> {
     /// The location, as [`Scheme::parse`] returned it.
@@ -70,6 +96,8 @@ pub struct Target<'a> {
     pub password: &'a Password,
     /// How long one request or command may take.
     pub timeout: Duration,
+    /// Where the storage's variables are read.
+    pub variables: &'a Variables,
 }
 
 /// The kinds of file lockwarden reads.

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 
 use super::cloud;
-use super::{BackendError, Scheme, Target};
+use super::{BackendError, Scheme, Target, Variables};
 use crate::repo::location::LocationError;
 
 /// `s3:host/bucket/prefix`, `s3:https://host[:port]/bucket/prefix`,
@@ -108,7 +108,7 @@ impl S3Location {
 
     /// The client, configured from restic's variables and the location.
     fn builder(&self, target: &Target<'_>) -> Result<AmazonS3Builder, BackendError> {
-        let from_env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+        let from_env = |key: &str| target.variables.get(key);
         let mut builder = AmazonS3Builder::new();
         for (variable, key) in CREDENTIAL_VARIABLES {
             if let Some(value) = from_env(variable) {
@@ -116,7 +116,7 @@ impl S3Location {
             }
         }
         if from_env("AWS_ACCESS_KEY_ID").is_none() {
-            if let Some((id, secret, token)) = shared_credentials()? {
+            if let Some((id, secret, token)) = shared_credentials(target.variables)? {
                 builder = builder
                     .with_access_key_id(id)
                     .with_secret_access_key(secret);
@@ -184,10 +184,12 @@ const CREDENTIALS_FILE_LIMIT: u64 = 64 * 1024;
 
 /// The access key, secret and session token of the profile `AWS_PROFILE`
 /// (or `default`) in the shared credentials file, if there is one.
-fn shared_credentials() -> Result<Option<(String, String, Option<String>)>, BackendError> {
-    let file = match std::env::var_os("AWS_SHARED_CREDENTIALS_FILE") {
-        Some(file) if !file.is_empty() => PathBuf::from(file),
-        _ => match std::env::var_os("HOME") {
+fn shared_credentials(
+    variables: &Variables,
+) -> Result<Option<(String, String, Option<String>)>, BackendError> {
+    let file = match variables.get("AWS_SHARED_CREDENTIALS_FILE") {
+        Some(file) => PathBuf::from(file),
+        None => match std::env::var_os("HOME") {
             Some(home) => PathBuf::from(home).join(".aws/credentials"),
             None => return Ok(None),
         },
@@ -202,9 +204,8 @@ fn shared_credentials() -> Result<Option<(String, String, Option<String>)>, Back
             )));
         }
     };
-    let profile = std::env::var("AWS_PROFILE")
-        .ok()
-        .filter(|p| !p.is_empty())
+    let profile = variables
+        .get("AWS_PROFILE")
         .unwrap_or_else(|| "default".to_owned());
     Ok(profile_keys(&String::from_utf8_lossy(&bytes), &profile))
 }
