@@ -78,7 +78,7 @@ impl std::fmt::Display for Store {
 pub struct Bucket {
     /// The store it is in.
     pub store: Store,
-    /// Its name: `lockwarden-<pid>-<n>`, unique on this machine while the
+    /// Its name: `lockwarden<pid>x<n>`, unique on this machine while the
     /// test process lives.
     pub name: String,
     server: &'static ServerProcess,
@@ -107,8 +107,10 @@ impl Bucket {
         locate: fn(&Bucket, &str, &TestRepo) -> Locations,
     ) -> Bucket {
         static NEXT: AtomicUsize = AtomicUsize::new(1);
+        // Letters and digits only: object_store's GCS client percent-encodes
+        // even a hyphen in the bucket name, which would hide it in the log.
         let name = format!(
-            "lockwarden-{}-{}",
+            "lockwarden{}x{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
