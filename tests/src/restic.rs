@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::cloud::RemoteDir;
 use crate::{Finished, finish};
 
 /// The password of every test repository.
@@ -18,8 +19,18 @@ pub struct TestRepo {
     pub dir: tempfile::TempDir,
     /// What `-r` takes.
     pub location: String,
-    /// The repository directory on disk (for REST: the server's directory).
+    /// The repository directory on disk (for REST: the server's directory;
+    /// for a cloud store, a path that does not exist: see `remote`).
     pub path: PathBuf,
+    /// Variables both restic and lockwarden get (credentials, rclone
+    /// remotes); empty for local and REST repositories.
+    pub env: Vec<(String, String)>,
+    /// What lockwarden's `-r` takes when it differs from `location` (a cloud
+    /// store reached by restic through `rclone:`).
+    pub lockwarden_location: Option<String>,
+    /// The repository in a cloud store, through rclone (for its lock ids and
+    /// forged locks); `None` when it is on disk.
+    pub remote: Option<RemoteDir>,
 }
 
 impl TestRepo {
@@ -31,6 +42,9 @@ impl TestRepo {
             location: path.display().to_string(),
             path,
             dir,
+            env: Vec::new(),
+            lockwarden_location: None,
+            remote: None,
         };
         repo.init();
         repo
@@ -43,6 +57,9 @@ impl TestRepo {
             dir: tempfile::tempdir().expect("temp dir"),
             location,
             path,
+            env: Vec::new(),
+            lockwarden_location: None,
+            remote: None,
         }
     }
 
@@ -69,20 +86,25 @@ impl TestRepo {
             .env("RESTIC_REPOSITORY", &self.location)
             .env("RESTIC_PASSWORD_FILE", self.password_file())
             .env("RESTIC_CACHE_DIR", self.dir.path().join("restic-cache"))
-            .env_remove("RESTIC_PASSWORD");
+            .env_remove("RESTIC_PASSWORD")
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         command
     }
 
     /// `lockwarden <subcommand> -r <repo> -p <password file>`, with a private
-    /// artifact cache and no repository variables from the environment.
+    /// artifact cache, no repository variables from the environment, and
+    /// [`TestRepo::env`]. `<repo>` is [`TestRepo::lockwarden_location`] when
+    /// set, else [`TestRepo::location`].
     pub fn lockwarden(&self, subcommand: &str) -> Command {
+        let location = self.lockwarden_location.as_ref().unwrap_or(&self.location);
         let mut command = crate::lockwarden(&self.dir.path().join("cache"));
         command
-            .args([subcommand, "-r", &self.location, "-p"])
+            .args([subcommand, "-r", location, "-p"])
             .arg(self.password_file())
             .env_remove("RESTIC_REPOSITORY")
             .env_remove("RESTIC_PASSWORD")
-            .env_remove("RESTIC_PASSWORD_FILE");
+            .env_remove("RESTIC_PASSWORD_FILE")
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         command
     }
 
@@ -91,10 +113,18 @@ impl TestRepo {
         finish(self.restic_command().args(args))
     }
 
-    /// The lock ids in `locks/`, read from the directory. restic writes
-    /// `<id>-tmp-<n>` first and renames it; such temporary files are not
-    /// locks yet and are left out.
+    /// The lock ids in `locks/`, read from the directory (through rclone for
+    /// a cloud store). restic writes `<id>-tmp-<n>` first and renames it;
+    /// such temporary files are not locks yet and are left out.
     pub fn lock_ids(&self) -> BTreeSet<String> {
+        if let Some(remote) = &self.remote {
+            return remote
+                .join("locks")
+                .list()
+                .into_iter()
+                .filter(|name| lockwarden::repo::lockfile::is_valid_id(name))
+                .collect();
+        }
         match std::fs::read_dir(self.path.join("locks")) {
             Ok(entries) => entries
                 .map(|e| {
