@@ -12,6 +12,7 @@ mod adversary_evidence;
 mod adversary_inputs;
 mod adversary_repo;
 mod adversary_watch;
+mod cloud;
 mod cloud_servers;
 mod concurrency;
 mod conformance;
