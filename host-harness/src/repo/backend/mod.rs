@@ -15,6 +15,7 @@ mod local;
 mod memory;
 mod rest;
 mod restic_cli;
+mod sftp;
 
 use std::time::Duration;
 
@@ -31,7 +32,7 @@ use super::location::LocationError;
 pub const SCHEMES: &[Scheme] = &[
     local::SCHEME,
     rest::SCHEME,
-    restic_cli::scheme("sftp"),
+    sftp::SCHEME,
     restic_cli::scheme("s3"),
     restic_cli::scheme("b2"),
     restic_cli::scheme("azure"),
