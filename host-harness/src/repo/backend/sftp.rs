@@ -505,7 +505,7 @@ impl SftpBackend {
             ..russh_sftp::client::Config::default()
         };
         // The inner result is the handshake's; an outer error is the deadline.
-        let handshake = blocking::within(
+        let handshake = within(
             target.timeout,
             || format!("cannot reach {display}: starting the SFTP session"),
             async move {
@@ -550,7 +550,7 @@ impl SftpBackend {
         path: &str,
         operation: impl Future<Output = Result<T, Failed>>,
     ) -> Result<T, BackendError> {
-        let outcome = blocking::within(
+        let outcome = within(
             self.timeout,
             || format!("{doing} {path} at {}", self.display),
             async { Ok(operation.await) },
@@ -601,6 +601,18 @@ impl SftpBackend {
             }
         }
     }
+}
+
+/// [`blocking::within`], entered into the I/O runtime first: `within`
+/// builds its deadline timer before it enters the runtime, which panics
+/// outside one (a bug of `blocking.rs` at this commit, fixed there by
+/// creating the timer inside `block_on`; then this wrapper can go).
+fn within<T>(
+    timeout: Duration,
+    what: impl FnOnce() -> String,
+    future: impl Future<Output = Result<T, BackendError>>,
+) -> Result<T, BackendError> {
+    blocking::enter(|| blocking::within(timeout, what, future))?
 }
 
 /// The kind of file at a repository path, for its size limit.
