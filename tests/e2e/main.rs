@@ -20,3 +20,4 @@ mod operators;
 mod policy_cli;
 mod repo;
 mod runtime;
+mod sftp;

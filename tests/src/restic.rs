@@ -18,8 +18,12 @@ pub struct TestRepo {
     pub dir: tempfile::TempDir,
     /// What `-r` takes.
     pub location: String,
-    /// The repository directory on disk (for REST: the server's directory).
+    /// The repository directory on disk (for REST and SFTP: the server's
+    /// directory).
     pub path: PathBuf,
+    /// Variables set for every restic and lockwarden command of this
+    /// repository (for SFTP: a `PATH` whose `ssh` reaches the test server).
+    pub env: Vec<(String, String)>,
 }
 
 impl TestRepo {
@@ -31,6 +35,7 @@ impl TestRepo {
             location: path.display().to_string(),
             path,
             dir,
+            env: Vec::new(),
         };
         repo.init();
         repo
@@ -43,6 +48,7 @@ impl TestRepo {
             dir: tempfile::tempdir().expect("temp dir"),
             location,
             path,
+            env: Vec::new(),
         }
     }
 
@@ -69,7 +75,8 @@ impl TestRepo {
             .env("RESTIC_REPOSITORY", &self.location)
             .env("RESTIC_PASSWORD_FILE", self.password_file())
             .env("RESTIC_CACHE_DIR", self.dir.path().join("restic-cache"))
-            .env_remove("RESTIC_PASSWORD");
+            .env_remove("RESTIC_PASSWORD")
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         command
     }
 
@@ -82,7 +89,8 @@ impl TestRepo {
             .arg(self.password_file())
             .env_remove("RESTIC_REPOSITORY")
             .env_remove("RESTIC_PASSWORD")
-            .env_remove("RESTIC_PASSWORD_FILE");
+            .env_remove("RESTIC_PASSWORD_FILE")
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         command
     }
 

@@ -500,8 +500,10 @@ impl SftpBackend {
             _ => location.ssh_command(target.timeout),
         };
         let (connection, stdout, stdin) = Connection::start(&argv, &display)?;
+        // russh-sftp's own deadline per request (10 s by default) only
+        // backs ours up: a second later, so that `within` speaks first.
         let config = russh_sftp::client::Config {
-            request_timeout_secs: whole_seconds(target.timeout),
+            request_timeout_secs: whole_seconds(target.timeout) + 1,
             ..russh_sftp::client::Config::default()
         };
         // The inner result is the handshake's; an outer error is the deadline.
@@ -586,7 +588,10 @@ impl SftpBackend {
                 }
             }
             Failed::Sftp(SftpError::Timeout) => BackendError::Other(format!(
-                "{doing} {path} at {at}: no answer within --timeout; nothing after it was done"
+                "{doing} {path} at {at}: no answer within {} (--timeout); nothing after it was done",
+                lockwarden_duration::format(
+                    i64::try_from(self.timeout.as_nanos()).unwrap_or(i64::MAX)
+                )
             )),
             Failed::Sftp(other) => {
                 let ssh = self
