@@ -303,8 +303,8 @@ fn last_line(stderr: &[u8]) -> Option<String> {
     String::from_utf8_lossy(stderr)
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("Warning:"))
-        .last()
+        .rev()
+        .find(|l| !l.is_empty() && !l.starts_with("Warning:"))
         .map(|l| escape(l).into_owned())
 }
 
@@ -331,12 +331,12 @@ fn refusal(stderr: &[u8], display: &str, program: &str) -> BackendError {
         BackendError::Unreachable(format!("cannot reach {display}: {said}"))
     } else if text.contains("Host key verification failed") {
         BackendError::Other(format!(
-            "{display}: ssh does not trust the server's host key ({said}); \
+            "ssh does not trust the server's host key ({said}); \
              add it to known_hosts (lockwarden runs ssh with BatchMode=yes, so it never asks)"
         ))
     } else {
         BackendError::Other(format!(
-            "{display}: `{}` ended before the SFTP session started: {said}",
+            "`{}` ended before the SFTP session started: {said}",
             escape(program)
         ))
     }
@@ -460,8 +460,13 @@ enum Failed {
     Sftp(SftpError),
     /// A listing longer than lockwarden handles.
     TooMany,
-    /// A file larger than its kind allows (at least `size` bytes).
-    TooLarge(u64),
+    /// A file of at least `size` bytes, more than `limit`.
+    TooLarge {
+        /// Its size, or what was read of it.
+        size: u64,
+        /// The most its kind may hold.
+        limit: u64,
+    },
     /// Not a regular file (a directory, symlink, FIFO, ...): never opened.
     NotRegular,
 }
@@ -568,10 +573,7 @@ impl SftpBackend {
                 dir: format!("{path} at {at}"),
                 limit: limits::LISTING_ENTRIES,
             },
-            Failed::TooLarge(size) => BackendError::TooLarge {
-                size,
-                limit: kind_of(path).limit(),
-            },
+            Failed::TooLarge { size, limit } => BackendError::TooLarge { size, limit },
             Failed::NotRegular => {
                 BackendError::Other(format!("{path} at {at} is not a regular file"))
             }
@@ -618,17 +620,6 @@ fn within<T>(
     future: impl Future<Output = Result<T, BackendError>>,
 ) -> Result<T, BackendError> {
     blocking::enter(|| blocking::within(timeout, what, future))?
-}
-
-/// The kind of file at a repository path, for its size limit.
-fn kind_of(path: &str) -> Kind {
-    if path.contains("keys/") {
-        Kind::Key
-    } else if path.contains("locks/") {
-        Kind::Lock
-    } else {
-        Kind::Config
-    }
 }
 
 /// Whether attributes describe a regular file (unknown type: no).
@@ -693,7 +684,7 @@ fn check_file(attrs: &FileAttributes, limit: u64) -> Result<(), Failed> {
         return Err(Failed::NotRegular);
     }
     match attrs.size {
-        Some(size) if size > limit => Err(Failed::TooLarge(size)),
+        Some(size) if size > limit => Err(Failed::TooLarge { size, limit }),
         _ => Ok(()),
     }
 }
@@ -711,7 +702,7 @@ async fn read_handle(
     loop {
         let got = bytes.len() as u64;
         if got > limit {
-            return Err(Failed::TooLarge(got));
+            return Err(Failed::TooLarge { size: got, limit });
         }
         let want =
             u32::try_from((limit + 1 - got).min(u64::from(READ_CHUNK))).unwrap_or(READ_CHUNK);
