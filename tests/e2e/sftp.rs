@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lockwarden_tests::adversary::{entry, ids};
+use lockwarden_tests::adversary::{entry, file_type, ids, mkfifo, problem};
 use lockwarden_tests::guard::finish_guarded;
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, PASSWORD, TestRepo, free_port};
@@ -103,6 +103,50 @@ fn a_killed_holder_and_an_old_lock_are_removed_over_sftp_and_live_ones_kept() {
     drop(live);
     std::fs::remove_file(repo.path.join("locks").join(&young)).expect("remove young lock");
     repo.assert_usable();
+}
+
+/// Under a lock's name, a FIFO, a directory and a symlink (to a valid,
+/// stale lock outside `locks/`) are reported unreadable without being
+/// opened or followed, an oversized file is reported with its size, and
+/// none of them is removed, while a stale lock beside them is.
+#[test]
+fn files_that_are_not_regular_locks_are_reported_and_left_alone() {
+    let server = Sshd::start();
+    let repo = server.init_repo("repo");
+    let locks = repo.path.join("locks");
+    let writer = LockWriter::new(&repo);
+    let old = || LockSpec {
+        time: time_from_now(-2 * 3600),
+        ..LockSpec::default()
+    };
+    let stale = writer.write(old());
+    let linked = writer.write(old());
+    let outside = repo.dir.path().join("outside");
+    std::fs::rename(locks.join(&linked), &outside).expect("move lock out");
+    std::os::unix::fs::symlink(&outside, locks.join(&linked)).expect("symlink");
+    let fifo = "1f".repeat(32);
+    mkfifo(&locks.join(&fifo));
+    let dir = "d1".repeat(32);
+    std::fs::create_dir(locks.join(&dir)).expect("dir");
+    let big = "0b".repeat(32);
+    writer.write_named(&big, &vec![0u8; 70_000]);
+
+    let out = finish_guarded(repo.lockwarden("check").arg("--json"));
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!(out.code, 3, "{doc:#}");
+    assert_eq!(rule(&doc, &stale), "expired");
+    for id in [&linked, &fifo, &dir] {
+        assert_eq!(rule(&doc, id), "unreadable", "{id}");
+        assert!(problem(&doc, id).contains("not a regular file"), "{doc:#}");
+    }
+    assert!(problem(&doc, &big).contains("70000"), "{doc:#}");
+
+    let out = finish_guarded(repo.lockwarden("unlock").arg("--timeout").arg("10s"));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(repo.lock_ids(), ids(&[&linked, &fifo, &dir, &big]));
+    assert_eq!(file_type(&locks.join(&linked)), "symlink");
+    assert_eq!(file_type(&locks.join(&fifo)), "fifo");
+    assert_eq!(file_type(&outside), "file");
 }
 
 /// On two copies of one repository served over SFTP, holding only locks
