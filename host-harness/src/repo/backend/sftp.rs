@@ -13,6 +13,16 @@
 //!
 //! The host never becomes an ssh option: it must not start with `-`, and it
 //! follows `--` on the command line.
+//!
+//! Bounds: every operation ends within `--timeout` (russh-sftp's own
+//! per-request deadline is set a second later, as a backstop); a reply
+//! packet is at most 256 KiB (russh-sftp's default, kept); a listing keeps
+//! only restic ids, at most twice [`limits::LISTING_ENTRIES`] before
+//! [`checked_listing`]; a read asks for at most the kind's limit + 1
+//! bytes, after `lstat` and `fstat` said it is a regular file no larger;
+//! ssh's stderr is kept up to [`limits::COMMAND_STDERR`]. The ssh child
+//! runs in a process group of its own, killed when the backend is dropped
+//! or the handshake fails.
 
 use std::future::Future;
 use std::process::Stdio;
