@@ -22,3 +22,4 @@ mod operators;
 mod policy_cli;
 mod repo;
 mod runtime;
+mod sftp;

@@ -11,6 +11,7 @@ pub mod lock_writer;
 pub mod node_host;
 pub mod registry;
 pub mod restic;
+pub mod sshd;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

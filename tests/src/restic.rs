@@ -19,11 +19,12 @@ pub struct TestRepo {
     pub dir: tempfile::TempDir,
     /// What `-r` takes.
     pub location: String,
-    /// The repository directory on disk (for REST: the server's directory;
-    /// for a cloud store, a path that does not exist: see `remote`).
+    /// The repository directory on disk (for REST and SFTP: the server's
+    /// directory; for a cloud store, a path that does not exist: see `remote`).
     pub path: PathBuf,
     /// Variables both restic and lockwarden get (credentials, rclone
-    /// remotes); empty for local and REST repositories.
+    /// remotes; for SFTP, a `PATH` whose `ssh` reaches the test server);
+    /// empty for local and REST repositories.
     pub env: Vec<(String, String)>,
     /// What lockwarden's `-r` takes when it differs from `location` (a cloud
     /// store reached by restic through `rclone:`).

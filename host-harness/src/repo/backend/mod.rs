@@ -18,6 +18,7 @@ mod memory;
 mod rest;
 mod restic_cli;
 mod s3;
+mod sftp;
 
 use std::time::Duration;
 
@@ -34,7 +35,7 @@ use super::location::LocationError;
 pub const SCHEMES: &[Scheme] = &[
     local::SCHEME,
     rest::SCHEME,
-    restic_cli::scheme("sftp"),
+    sftp::SCHEME,
     s3::SCHEME,
     restic_cli::scheme("b2"),
     azure::SCHEME,

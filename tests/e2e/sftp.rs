@@ -1,0 +1,382 @@
+//! The native SFTP backend against a real OpenSSH server and real restic
+//! processes: the reference scenario of `repo.rs`, parity with `restic
+//! unlock`, and each way the connection can fail.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use lockwarden_tests::adversary::{entry, file_type, ids, mkfifo, problem};
+use lockwarden_tests::guard::finish_guarded;
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
+use lockwarden_tests::restic::{Holder, PASSWORD, TestRepo, free_port};
+use lockwarden_tests::sshd::{SSH_ALIAS, Sshd};
+use lockwarden_tests::{Finished, finish};
+use serde_json::Value;
+
+const MINUTE: i64 = 60;
+/// A password in the URL: restic ignores it, lockwarden must never show it.
+const SECRET: &str = "hunter2-sftp-secret";
+
+fn warden(repo: &TestRepo, command: &str, extra: &[&str]) -> Finished {
+    finish(repo.lockwarden(command).args(extra))
+}
+
+fn check_json(repo: &TestRepo) -> (i32, Value) {
+    let out = warden(repo, "check", &["--json"]);
+    let doc =
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("check --json: {e}: {out:?}"));
+    (out.code, doc)
+}
+
+fn rule(doc: &Value, id: &str) -> String {
+    entry(doc, id)["rule"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// No secret in anything lockwarden printed.
+#[track_caller]
+fn assert_no_secret(out: &Finished) {
+    for secret in [SECRET, PASSWORD] {
+        assert!(
+            !out.stdout.contains(secret) && !out.stderr.contains(secret),
+            "{secret:?} shown: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn a_killed_holder_and_an_old_lock_are_removed_over_sftp_and_live_ones_kept() {
+    let server = Sshd::start();
+    eprintln!("sshd started in {:?}", server.started_in);
+    let repo = server.init_repo_at("repo", |path| server.url(path, Some(SECRET)));
+    let live = Holder::start(&repo);
+    let dead = Holder::start(&repo).kill();
+    let writer = LockWriter::new(&repo);
+    let old = writer.write(LockSpec {
+        time: time_from_now(-2 * 3600),
+        hostname: "elsewhere",
+        pid: 9,
+        exclusive: true,
+        ..LockSpec::default()
+    });
+    let young = writer.write(LockSpec {
+        time: time_from_now(-5 * MINUTE),
+        hostname: "elsewhere-young",
+        pid: 10,
+        ..LockSpec::default()
+    });
+
+    let out = warden(&repo, "check", &["--json"]);
+    assert_no_secret(&out);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!(out.code, 3, "{doc:#}");
+    assert_eq!(doc["repository"]["backend"], "sftp");
+    assert_eq!(rule(&doc, &dead), "process-dead");
+    assert_eq!(rule(&doc, &old), "expired");
+    assert_eq!(rule(&doc, &live.lock_id), "holder-alive");
+    assert_eq!(rule(&doc, &young), "fresh");
+    let shown = doc["repository"]["location"].as_str().expect("location");
+    assert!(shown.contains(":***@127.0.0.1"), "{shown}");
+
+    let out = warden(&repo, "unlock", &[]);
+    assert_no_secret(&out);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains(&format!("removed {}", &dead[..8])),
+        "{out:?}"
+    );
+    assert_eq!(repo.lock_ids(), ids(&[&live.lock_id, &young]));
+
+    // The other form, through a Host alias of the ssh configuration.
+    let mut aliased = TestRepo::at(
+        format!("sftp:{SSH_ALIAS}:{}", repo.path.display()),
+        repo.path.clone(),
+    );
+    aliased.env = server.env();
+    std::fs::copy(repo.password_file(), aliased.password_file()).expect("password file");
+    let (code, doc) = check_json(&aliased);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(rule(&doc, &young), "fresh");
+
+    drop(live);
+    std::fs::remove_file(repo.path.join("locks").join(&young)).expect("remove young lock");
+    repo.assert_usable();
+}
+
+/// Under a lock's name, a FIFO, a directory and a symlink (to a valid,
+/// stale lock outside `locks/`) are reported unreadable without being
+/// opened or followed, an oversized file is reported with its size, and
+/// none of them is removed, while a stale lock beside them is.
+#[test]
+fn files_that_are_not_regular_locks_are_reported_and_left_alone() {
+    let server = Sshd::start();
+    let repo = server.init_repo("repo");
+    let locks = repo.path.join("locks");
+    let writer = LockWriter::new(&repo);
+    let old = || LockSpec {
+        time: time_from_now(-2 * 3600),
+        ..LockSpec::default()
+    };
+    let stale = writer.write(old());
+    let linked = writer.write(old());
+    let outside = repo.dir.path().join("outside");
+    std::fs::rename(locks.join(&linked), &outside).expect("move lock out");
+    std::os::unix::fs::symlink(&outside, locks.join(&linked)).expect("symlink");
+    let fifo = "1f".repeat(32);
+    mkfifo(&locks.join(&fifo));
+    let dir = "d1".repeat(32);
+    std::fs::create_dir(locks.join(&dir)).expect("dir");
+    let big = "0b".repeat(32);
+    writer.write_named(&big, &vec![0u8; 70_000]);
+
+    let out = finish_guarded(repo.lockwarden("check").arg("--json"));
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!(out.code, 3, "{doc:#}");
+    assert_eq!(rule(&doc, &stale), "expired");
+    for id in [&linked, &fifo, &dir] {
+        assert_eq!(rule(&doc, id), "unreadable", "{id}");
+        assert!(problem(&doc, id).contains("not a regular file"), "{doc:#}");
+    }
+    assert!(problem(&doc, &big).contains("70000"), "{doc:#}");
+
+    let out = finish_guarded(repo.lockwarden("unlock").arg("--timeout").arg("10s"));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(repo.lock_ids(), ids(&[&linked, &fifo, &dir, &big]));
+    assert_eq!(file_type(&locks.join(&linked)), "symlink");
+    assert_eq!(file_type(&locks.join(&fifo)), "fifo");
+    assert_eq!(file_type(&outside), "file");
+}
+
+/// On two copies of one repository served over SFTP, holding only locks
+/// about which nothing is known, lockwarden removes exactly what `restic
+/// unlock` removes.
+#[test]
+fn with_no_evidence_lockwarden_over_sftp_removes_what_restic_unlock_removes() {
+    let server = Sshd::start();
+    let ours = server.init_repo("ours");
+    let restic_lock = Holder::start_on_host(&ours, "parity-host").kill();
+    let writer = LockWriter::new(&ours);
+    for (n, minutes) in [-200i64, -61, -31, -29, -5, 0, 3, 90]
+        .into_iter()
+        .enumerate()
+    {
+        writer.write(LockSpec {
+            time: time_from_now(minutes * MINUTE),
+            hostname: &format!("host-{n}"),
+            pid: 100 + n as i64,
+            exclusive: n % 3 == 0,
+            encoding: if n % 2 == 0 {
+                Encoding::Raw
+            } else {
+                Encoding::Zstd
+            },
+        });
+    }
+    let theirs_path = server.root.join("theirs");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&ours.path)
+        .arg(&theirs_path)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    let mut theirs = TestRepo::at(server.url(&theirs_path, None), theirs_path);
+    theirs.env = server.env();
+
+    let out = warden(&ours, "unlock", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let restic = theirs.restic(&["unlock"]);
+    assert_eq!(restic.code, 0, "{restic:?}");
+    let (left_ours, left_theirs) = (ours.lock_ids(), theirs.lock_ids());
+    assert_eq!(
+        left_ours, left_theirs,
+        "lockwarden kept what restic unlock kept"
+    );
+    assert!(left_ours.contains(&restic_lock));
+    assert!(
+        left_ours.len() >= 4 && left_ours.len() < 9,
+        "both kept some and removed some: {left_ours:?}"
+    );
+}
+
+#[test]
+fn connection_failures_exit_with_their_own_codes_and_show_no_secret() {
+    let server = Sshd::start();
+    let repo = server.init_repo("repo");
+    let at = |location: String| {
+        let mut other = TestRepo::at(location, repo.path.clone());
+        other.env = server.env();
+        std::fs::copy(repo.password_file(), other.password_file()).expect("password file");
+        other
+    };
+
+    let nobody = at(format!(
+        "sftp://{}:{SECRET}@127.0.0.1:{}//srv/none",
+        server.user,
+        free_port()
+    ));
+    let out = warden(&nobody, "unlock", &[]);
+    assert_no_secret(&out);
+    out.assert_exit(
+        14,
+        &format!("cannot reach sftp://{}:***@127.0.0.1", server.user),
+    );
+
+    let missing = at(server.url(&server.root.join("missing"), Some(SECRET)));
+    let out = warden(&missing, "unlock", &[]);
+    assert_no_secret(&out);
+    out.assert_exit(10, "no restic repository at sftp://");
+
+    let stranger = at(server.url(&repo.path, Some(SECRET)));
+    let out = finish(
+        stranger
+            .lockwarden("unlock")
+            .env("LOCKWARDEN_SFTP_COMMAND", server.stranger_command()),
+    );
+    assert_no_secret(&out);
+    out.assert_exit(13, "Permission denied");
+    assert!(out.stderr.contains(":***@127.0.0.1"), "{out:?}");
+
+    let hostile = at(format!(
+        "sftp:-oProxyCommand=touch {}:repo",
+        repo.dir.path().join("pwned").display()
+    ));
+    let out = warden(&hostile, "check", &[]);
+    out.assert_exit(2, "would take for an option");
+    assert!(!repo.dir.path().join("pwned").exists());
+    assert!(
+        server.log().contains("Server listening"),
+        "{}",
+        server.log()
+    );
+}
+
+/// A proxy in front of the real sftp-server, run as the whole transport,
+/// that forwards every request until the one opening `locks/`, then goes
+/// silent: the listing never ends, lockwarden gives up at its deadline,
+/// removes nothing, and leaves no process behind.
+#[test]
+fn a_server_that_stops_answering_mid_listing_ends_within_the_timeout() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("repo");
+    let local = TestRepo::at(path.display().to_string(), path.clone());
+    local.init();
+    let stale = LockWriter::new(&local).write(LockSpec {
+        time: time_from_now(-2 * 3600),
+        ..LockSpec::default()
+    });
+    let pid_file = dir.path().join("pids");
+    let script = dir.path().join("stalling-sftp");
+    std::fs::write(&script, stalling_proxy(&pid_file)).expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let mut repo = TestRepo::at(format!("sftp://stalls.invalid/{}", path.display()), path);
+    std::fs::copy(local.password_file(), repo.password_file()).expect("password file");
+    repo.env = vec![(
+        "LOCKWARDEN_SFTP_COMMAND".into(),
+        script.display().to_string(),
+    )];
+
+    let started = Instant::now();
+    let out = finish_guarded(repo.lockwarden("unlock").args(["--timeout", "3s"]));
+    let took = started.elapsed();
+    eprintln!("a stalled listing ended after {took:?}");
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("listing locks/"), "{out:?}");
+    assert!(out.stderr.contains("no answer within 3s"), "{out:?}");
+    assert!(took >= Duration::from_secs(3), "took {took:?}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert_eq!(repo.lock_ids(), ids(&[&stale]), "nothing removed");
+    let pids = std::fs::read_to_string(&pid_file).expect("pid file");
+    let pids: Vec<&str> = pids.split_whitespace().collect();
+    assert_eq!(pids.len(), 3, "proxy, server, stalled: {pids:?}");
+    for pid in &pids[..2] {
+        assert_gone(pid);
+    }
+}
+
+/// A Python script speaking for `/usr/lib/openssh/sftp-server` (which
+/// answers on our stdout directly): it passes each request on, until an
+/// SSH_FXP_OPENDIR of `.../locks`, then sleeps. It writes its pid and the
+/// server's to `pids`, then `stalled` when it stops.
+fn stalling_proxy(pids: &Path) -> String {
+    format!(
+        r#"#!/usr/bin/env python3
+import os, subprocess, sys, time
+server = subprocess.Popen(["/usr/lib/openssh/sftp-server"], stdin=subprocess.PIPE)
+with open("{pids}", "w") as f:
+    f.write(f"{{os.getpid()}} {{server.pid}}\n")
+src = sys.stdin.buffer
+while True:
+    head = src.read(4)
+    if len(head) < 4:
+        break
+    body = src.read(int.from_bytes(head, "big"))
+    if body[0] == 11 and body[9:].rstrip(b"/").endswith(b"locks"):
+        with open("{pids}", "a") as f:
+            f.write("stalled\n")
+        time.sleep(1000)
+    server.stdin.write(head + body)
+    server.stdin.flush()
+"#,
+        pids = pids.display()
+    )
+}
+
+/// A transport that never answers the handshake: unreachable (14) at the
+/// deadline, and the command is killed.
+#[test]
+fn a_transport_that_never_answers_is_unreachable_at_the_deadline() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pid_file = dir.path().join("pid");
+    let script = dir.path().join("silent");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nexec sleep 1000\n",
+            pid_file.display()
+        ),
+    )
+    .expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let mut repo = TestRepo::at(
+        format!("sftp://u:{SECRET}@silent.invalid//srv/repo"),
+        dir.path().join("none"),
+    );
+    repo.env = vec![(
+        "LOCKWARDEN_SFTP_COMMAND".into(),
+        script.display().to_string(),
+    )];
+    let started = Instant::now();
+    let out = finish_guarded(repo.lockwarden("check").args(["--timeout", "2s"]));
+    let took = started.elapsed();
+    assert_no_secret(&out);
+    out.assert_exit(14, "cannot reach sftp://u:***@silent.invalid//srv/repo");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let pid = std::fs::read_to_string(&pid_file).expect("pid file");
+    assert_gone(pid.trim());
+}
+
+/// The process `pid` no longer runs (gone, or a zombie waiting for init).
+#[track_caller]
+fn assert_gone(pid: &str) {
+    let stat = Path::new("/proc").join(pid).join("stat");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let state = std::fs::read_to_string(&stat)
+            .ok()
+            .and_then(|s| s.rsplit(')').next().map(|r| r.trim().chars().next()))
+            .flatten();
+        if matches!(state, None | Some('Z')) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} still runs ({state:?})"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
