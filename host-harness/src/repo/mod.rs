@@ -85,7 +85,7 @@ pub enum RepoError {
     },
     /// The storage refused the credentials.
     #[error(
-        "{cause}; check the storage credentials (for S3 AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, for Azure AZURE_ACCOUNT_KEY or AZURE_ACCOUNT_SAS, for GCS GOOGLE_APPLICATION_CREDENTIALS) and that they may list, read and delete in the repository"
+        "{cause}; check the storage credentials (for S3 AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, for Azure AZURE_ACCOUNT_KEY or AZURE_ACCOUNT_SAS, for GCS GOOGLE_APPLICATION_CREDENTIALS, for SFTP the ssh key) and that they may list, read and delete in the repository"
     )]
     Denied {
         /// What was refused, naming the location.

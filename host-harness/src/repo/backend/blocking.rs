@@ -43,12 +43,16 @@ pub fn within<T>(
     // The timer is made inside the runtime (it needs its clock).
     match runtime.block_on(async { tokio::time::timeout(timeout, future).await }) {
         Ok(result) => result,
-        Err(_) => Err(BackendError::Other(format!(
-            "{}: no answer within {} (--timeout); nothing after it was done",
-            what(),
-            lockwarden_duration::format(i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX))
-        ))),
+        Err(_) => Err(no_answer(&what(), timeout)),
     }
+}
+
+/// The error of an operation (`what`) that got no answer within `timeout`.
+pub fn no_answer(what: &str, timeout: Duration) -> BackendError {
+    BackendError::Other(format!(
+        "{what}: no answer within {} (--timeout); nothing after it was done",
+        lockwarden_duration::format(i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX))
+    ))
 }
 
 /// Spawns `future` on the I/O runtime (a connection's driver, say); it runs

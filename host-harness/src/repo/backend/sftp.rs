@@ -522,7 +522,7 @@ impl SftpBackend {
             ..russh_sftp::client::Config::default()
         };
         // The inner result is the handshake's; an outer error is the deadline.
-        let handshake = within(
+        let handshake = blocking::within(
             target.timeout,
             || format!("cannot reach {display}: starting the SFTP session"),
             async move {
@@ -567,7 +567,7 @@ impl SftpBackend {
         path: &str,
         operation: impl Future<Output = Result<T, Failed>>,
     ) -> Result<T, BackendError> {
-        let outcome = within(
+        let outcome = blocking::within(
             self.timeout,
             || format!("{doing} {path} at {}", self.display),
             async { Ok(operation.await) },
@@ -599,12 +599,9 @@ impl SftpBackend {
                     )),
                 }
             }
-            Failed::Sftp(SftpError::Timeout) => BackendError::Other(format!(
-                "{doing} {path} at {at}: no answer within {} (--timeout); nothing after it was done",
-                lockwarden_duration::format(
-                    i64::try_from(self.timeout.as_nanos()).unwrap_or(i64::MAX)
-                )
-            )),
+            Failed::Sftp(SftpError::Timeout) => {
+                blocking::no_answer(&format!("{doing} {path} at {at}"), self.timeout)
+            }
             Failed::Sftp(other) => {
                 let ssh = self
                     .connection
@@ -618,18 +615,6 @@ impl SftpBackend {
             }
         }
     }
-}
-
-/// [`blocking::within`], entered into the I/O runtime first: `within`
-/// builds its deadline timer before it enters the runtime, which panics
-/// outside one (a bug of `blocking.rs` at this commit, fixed there by
-/// creating the timer inside `block_on`; then this wrapper can go).
-fn within<T>(
-    timeout: Duration,
-    what: impl FnOnce() -> String,
-    future: impl Future<Output = Result<T, BackendError>>,
-) -> Result<T, BackendError> {
-    blocking::enter(|| blocking::within(timeout, what, future))?
 }
 
 /// Whether attributes describe a regular file (unknown type: no).
