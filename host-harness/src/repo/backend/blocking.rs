@@ -40,7 +40,9 @@ pub fn within<T>(
     future: impl Future<Output = Result<T, BackendError>>,
 ) -> Result<T, BackendError> {
     let runtime = runtime()?;
-    match runtime.block_on(tokio::time::timeout(timeout, future)) {
+    // The timer must be made inside the runtime: `timeout` registers it
+    // with the runtime's clock.
+    match runtime.block_on(async { tokio::time::timeout(timeout, future).await }) {
         Ok(result) => result,
         Err(_) => Err(BackendError::Other(format!(
             "{}: no answer within {} (--timeout); nothing after it was done",

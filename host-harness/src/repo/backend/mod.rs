@@ -8,11 +8,11 @@
 //! the restic-binary entry that served `foo:` until then, if any), and test
 //! it against the real storage (`tests/e2e/`).
 
-#[allow(dead_code)] // Until the first network backend uses it (this branch).
 mod blocking;
 mod faulty;
 mod local;
 mod memory;
+mod rclone;
 mod rest;
 mod restic_cli;
 
@@ -37,7 +37,7 @@ pub const SCHEMES: &[Scheme] = &[
     restic_cli::scheme("azure"),
     restic_cli::scheme("gs"),
     restic_cli::scheme("swift"),
-    restic_cli::scheme("rclone"),
+    rclone::SCHEME,
 ];
 
 /// What a location without a known scheme is.
