@@ -18,5 +18,6 @@ mod faults;
 mod oci;
 mod operators;
 mod policy_cli;
+mod rclone;
 mod repo;
 mod runtime;
