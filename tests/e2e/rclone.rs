@@ -349,10 +349,17 @@ fn an_unknown_remote_or_a_missing_rclone_is_a_clear_error() {
     let out = finish(
         repo.lockwarden("check")
             .env("LOCKWARDEN_TEST_MARKER", &marker)
-            .env("LOCKWARDEN_RCLONE_PROGRAM", dir.path().join("no-rclone-here")),
+            .env(
+                "LOCKWARDEN_RCLONE_PROGRAM",
+                dir.path().join("no-rclone-here"),
+            ),
     );
     out.assert_exit(1, "cannot start");
-    assert!(out.stderr.contains("LOCKWARDEN_RCLONE_PROGRAM"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("LOCKWARDEN_RCLONE_PROGRAM"),
+        "{}",
+        out.stderr
+    );
 
     let missing = rclone_missing_path(dir.path());
     let out = warden(&missing, "check", &[], &marker);

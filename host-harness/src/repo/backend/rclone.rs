@@ -111,9 +111,9 @@ impl RcloneCommand {
         let mut words = split_words(program).ok_or_else(|| unbalanced(PROGRAM_VAR))?;
         words.extend(split_words(args).ok_or_else(|| unbalanced(ARGS_VAR))?);
         let mut words = words.into_iter();
-        let program = words.next().ok_or_else(|| {
-            BackendError::Other(format!("{PROGRAM_VAR} names no program to run"))
-        })?;
+        let program = words
+            .next()
+            .ok_or_else(|| BackendError::Other(format!("{PROGRAM_VAR} names no program to run")))?;
         Ok(RcloneCommand {
             program,
             args: words.collect(),
@@ -320,9 +320,10 @@ impl RcloneBackend {
         })
         .await;
         let exited = match (waited, self.child.child.try_lock()) {
-            (Ok(()), Ok(mut child)) => {
-                tokio::time::timeout(LAST_WORDS, child.wait()).await.ok().and_then(Result::ok)
-            }
+            (Ok(()), Ok(mut child)) => tokio::time::timeout(LAST_WORDS, child.wait())
+                .await
+                .ok()
+                .and_then(Result::ok),
             _ => None,
         };
         let said = self.last_words();
@@ -378,7 +379,9 @@ async fn keep_tail(mut pipe: ChildStderr, tail: Arc<Mutex<StderrTail>>) {
     let mut buffer = [0u8; 1024];
     loop {
         let read = pipe.read(&mut buffer).await;
-        let mut tail = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut tail = tail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match read {
             Ok(n) if n > 0 => {
                 tail.kept.extend_from_slice(&buffer[..n]);
@@ -477,11 +480,11 @@ mod tests {
 
     #[test]
     fn the_program_may_carry_arguments() {
-        let command =
-            RcloneCommand::new("rclone --config /x.conf", DEFAULT_ARGS).expect("splits");
+        let command = RcloneCommand::new("rclone --config /x.conf", DEFAULT_ARGS).expect("splits");
         assert_eq!(command.program, "rclone");
         assert_eq!(command.args[..3], ["--config", "/x.conf", "serve"]);
-        let err = RcloneCommand::new("rclone", "--s3-secret-access-key 'S3CRET").expect_err("quote");
+        let err =
+            RcloneCommand::new("rclone", "--s3-secret-access-key 'S3CRET").expect_err("quote");
         assert!(!err.to_string().contains("S3CRET"), "{err}");
         assert!(RcloneCommand::new(" ", "").is_err());
     }
