@@ -121,6 +121,24 @@ impl RcloneCommand {
     }
 }
 
+impl RcloneCommand {
+    /// The values of secret options among the arguments (`--flag VALUE`
+    /// where `--flag=VALUE` would be redacted in a location), so that
+    /// rclone's echo of its command line never shows them.
+    fn secret_values(&self) -> Vec<String> {
+        let words: Vec<&String> = std::iter::once(&self.program).chain(&self.args).collect();
+        words
+            .windows(2)
+            .filter(|pair| pair[0].starts_with("--") && !pair[1].starts_with('-'))
+            .filter(|pair| {
+                let option = format!("{}={}", pair[0], pair[1]);
+                redact_userinfo(&option) != option
+            })
+            .map(|pair| pair[1].clone())
+            .collect()
+    }
+}
+
 fn unbalanced(var: &str) -> BackendError {
     // The value is not quoted: it may hold credentials.
     BackendError::Other(format!("{var} has an unterminated quote"))
@@ -158,6 +176,8 @@ pub struct RcloneBackend {
     stderr: Arc<Mutex<StderrTail>>,
     /// The remote as given, replaced in rclone's messages by `shown`.
     remote: String,
+    /// Values in the command's arguments that are secrets.
+    secret_args: Vec<String>,
     /// The location with its secrets hidden.
     shown: String,
     timeout: Duration,
@@ -254,6 +274,7 @@ impl RcloneBackend {
             child,
             stderr,
             remote: remote.to_owned(),
+            secret_args: command.secret_values(),
             shown: shown.to_owned(),
             timeout,
         })
@@ -364,14 +385,22 @@ impl RcloneBackend {
             .join(" / ")
     }
 
-    /// `line` without the remote's secrets: the remote as given becomes its
-    /// redacted form, and any `user:password@` or secret `key=value` left
-    /// (rclone may quote its options in its own way) is hidden too.
+    /// `line` without the secrets of the remote or the arguments.
     fn scrub(&self, line: &str) -> String {
-        let shown_remote = redact_userinfo(&self.remote);
-        let line = line.replace(&self.remote, &shown_remote);
-        crate::text::escape(&redact_userinfo(&line)).into_owned()
+        scrub(line, &self.remote, &self.secret_args)
     }
+}
+
+/// `line` (from rclone's stderr) without secrets, escaped: the remote as
+/// given becomes its redacted form, each of `secret_args` becomes `***`,
+/// and any `user:password@` or secret `key=value` left (rclone may quote
+/// its options in its own way) is hidden too.
+fn scrub(line: &str, remote: &str, secret_args: &[String]) -> String {
+    let mut line = line.replace(remote, &redact_userinfo(remote));
+    for secret in secret_args.iter().filter(|s| !s.is_empty()) {
+        line = line.replace(secret.as_str(), "***");
+    }
+    crate::text::escape(&redact_userinfo(&line)).into_owned()
 }
 
 /// Keeps the last [`STDERR_TAIL`] bytes of `pipe` in `tail`, until it closes.
@@ -446,7 +475,7 @@ impl Backend for RcloneBackend {
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {
         let path = checked_name(Kind::Lock, id)?;
         let what = format!("deleting {path}");
-        let (status, _, _) = self.exchange(Method::DELETE, &path, &what, 0)?;
+        let (status, _, _) = self.exchange(Method::DELETE, &path, &what, Kind::Lock.limit())?;
         removal(status, &path, &self.shown)
     }
 }
@@ -487,6 +516,32 @@ mod tests {
             RcloneCommand::new("rclone", "--s3-secret-access-key 'S3CRET").expect_err("quote");
         assert!(!err.to_string().contains("S3CRET"), "{err}");
         assert!(RcloneCommand::new(" ", "").is_err());
+    }
+
+    #[test]
+    fn rclones_messages_lose_the_secrets_of_the_remote_and_the_arguments() {
+        let command = RcloneCommand::new(
+            "rclone",
+            "serve restic --stdio --s3-secret-access-key ARG-S3CRET --s3-region eu",
+        )
+        .expect("splits");
+        assert_eq!(command.secret_values(), ["ARG-S3CRET"]);
+        let remote = ":s3,access_key_id=AK,secret_access_key=REMOTE-S3CRET:bucket/repo";
+        let echoed = format!(
+            "DEBUG : rclone: starting with parameters [\"--s3-secret-access-key\" \"ARG-S3CRET\" \"{remote}\"]"
+        );
+        let shown = scrub(&echoed, remote, &command.secret_values());
+        assert!(!shown.contains("S3CRET"), "{shown}");
+        assert!(
+            shown.contains("secret_access_key=***:bucket/repo"),
+            "{shown}"
+        );
+        let requoted = scrub(
+            "Failed to create file system for \":s3,secret_access_key='REMOTE-S3CRET',x=y:\"",
+            remote,
+            &[],
+        );
+        assert!(!requoted.contains("S3CRET"), "{requoted}");
     }
 
     #[test]
