@@ -310,10 +310,11 @@ fn an_rclone_that_never_answers_ends_within_the_timeout_and_is_killed() {
         time: time_from_now(-120 * MINUTE),
         ..LockSpec::default()
     });
-    // Reads its stdin and never answers; lingers after stdin closes.
+    // Reads its stdin and never answers, with a child of its own that
+    // outlives it unless its whole process group is killed.
     let mute = script(
         &repo.dir.path().join("mute-rclone"),
-        "cat > /dev/null\nsleep 30\n",
+        "sleep 30 &\ncat > /dev/null\n",
     );
     let started = Instant::now();
     let out = finish(
