@@ -172,7 +172,8 @@ fn split_words(line: &str) -> Option<Vec<String>> {
 /// A repository served by one `rclone serve restic --stdio` child.
 pub struct RcloneBackend {
     requests: SendRequest<Empty<Bytes>>,
-    child: Served,
+    /// The child, killed with its process group when this is dropped.
+    _served: Served,
     stderr: Arc<Mutex<StderrTail>>,
     /// The remote as given, replaced in rclone's messages by `shown`.
     remote: String,
@@ -186,7 +187,8 @@ pub struct RcloneBackend {
 /// The running child; dropping it kills the child's whole process group
 /// (the child itself is killed and reaped by tokio too: `kill_on_drop`).
 struct Served {
-    child: tokio::sync::Mutex<Child>,
+    /// Held only to be dropped: never waited for before.
+    _child: Child,
     group: Option<Pid>,
 }
 
@@ -242,7 +244,7 @@ impl RcloneBackend {
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
         let stderr_pipe = child.stderr.take();
         let child = Served {
-            child: tokio::sync::Mutex::new(child),
+            _child: child,
             group,
         };
         let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
@@ -271,7 +273,7 @@ impl RcloneBackend {
         })?;
         Ok(RcloneBackend {
             requests,
-            child,
+            _served: child,
             stderr,
             remote: remote.to_owned(),
             secret_args: command.secret_values(),
@@ -330,33 +332,28 @@ impl RcloneBackend {
         )
     }
 
-    /// The error for an exchange that broke: when rclone has exited, its
-    /// exit and last words (secrets hidden), else the connection's error.
+    /// The error for an exchange that broke: when rclone has exited (its
+    /// stderr closed), its last words (secrets hidden), else the
+    /// connection's error. The child is not reaped here: until the backend
+    /// is dropped, its pid pins its process group's id, so the group kill
+    /// can never reach a stranger that was given the id again.
     async fn broken(&self, what: &str, error: &hyper::Error) -> BackendError {
         // rclone's stderr closes when it exits; give it a moment.
-        let waited = tokio::time::timeout(LAST_WORDS, async {
+        let exited = tokio::time::timeout(LAST_WORDS, async {
             while !self.tail().closed {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
-        .await;
-        let exited = match (waited, self.child.child.try_lock()) {
-            (Ok(()), Ok(mut child)) => tokio::time::timeout(LAST_WORDS, child.wait())
-                .await
-                .ok()
-                .and_then(Result::ok),
-            _ => None,
-        };
+        .await
+        .is_ok();
         let said = self.last_words();
-        match exited {
-            Some(status) => BackendError::Other(format!(
-                "{what} at {}: rclone exited ({status}): {said}",
-                self.shown
-            )),
-            None => BackendError::Other(format!(
+        if exited {
+            BackendError::Other(format!("{what} at {}: rclone exited: {said}", self.shown))
+        } else {
+            BackendError::Other(format!(
                 "{what} at {}: the connection to rclone broke ({error}); rclone said: {said}",
                 self.shown
-            )),
+            ))
         }
     }
 
