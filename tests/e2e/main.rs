@@ -20,6 +20,7 @@ mod faults;
 mod oci;
 mod operators;
 mod policy_cli;
+mod rclone;
 mod repo;
 mod runtime;
 mod sftp;

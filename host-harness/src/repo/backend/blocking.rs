@@ -40,7 +40,8 @@ pub fn within<T>(
     future: impl Future<Output = Result<T, BackendError>>,
 ) -> Result<T, BackendError> {
     let runtime = runtime()?;
-    // The timer is made inside the runtime (it needs its clock).
+    // The timer must be made inside the runtime: `timeout` registers it
+    // with the runtime's clock.
     match runtime.block_on(async { tokio::time::timeout(timeout, future).await }) {
         Ok(result) => result,
         Err(_) => Err(no_answer(&what(), timeout)),

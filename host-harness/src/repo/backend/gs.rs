@@ -43,18 +43,34 @@ fn builder(bucket: &str, target: &Target<'_>) -> Result<GoogleCloudStorageBuilde
     if let Some(token) = from_env("GOOGLE_ACCESS_TOKEN") {
         builder = builder.with_config(GoogleConfigKey::BearerToken, token);
     } else if let Some(file) = from_env("GOOGLE_APPLICATION_CREDENTIALS") {
-        builder = if is_service_account(&file)? {
-            builder.with_service_account_path(file)
-        } else {
+        let credentials = credentials_kind(&file)?;
+        builder = if credentials.kind.as_deref() == Some("authorized_user") {
             builder.with_application_credentials(file)
+        } else {
+            // An emulator named by the file is reached over plain HTTP.
+            let emulator = credentials
+                .gcs_base_url
+                .is_some_and(|url| url.starts_with("http://"));
+            builder.with_service_account_path(file).with_client_options(
+                cloud::client_options(target.timeout).with_allow_http(emulator),
+            )
         };
     }
     Ok(builder)
 }
 
-/// Whether the credentials file holds a service account's key (rather
-/// than a user's credentials).
-fn is_service_account(file: &str) -> Result<bool, BackendError> {
+/// What lockwarden looks at in a credentials file.
+#[derive(serde::Deserialize)]
+struct Credentials {
+    /// `service_account` or `authorized_user`.
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    /// Where the storage API is, for an emulator.
+    gcs_base_url: Option<String>,
+}
+
+/// The type and base URL of a credentials file.
+fn credentials_kind(file: &str) -> Result<Credentials, BackendError> {
     let bytes = crate::files::read_regular_file(std::path::Path::new(file), CREDENTIALS_FILE_LIMIT)
         .map_err(|e| {
             BackendError::Other(format!(
@@ -62,18 +78,12 @@ fn is_service_account(file: &str) -> Result<bool, BackendError> {
                 crate::text::escape(file)
             ))
         })?;
-    #[derive(serde::Deserialize)]
-    struct Kind {
-        #[serde(rename = "type")]
-        kind: Option<String>,
-    }
-    let kind: Kind = serde_json::from_slice(&bytes).map_err(|_| {
+    serde_json::from_slice(&bytes).map_err(|_| {
         BackendError::Other(format!(
             "GOOGLE_APPLICATION_CREDENTIALS ({}) is not a JSON credentials file",
             crate::text::escape(file)
         ))
-    })?;
-    Ok(kind.kind.as_deref() != Some("authorized_user"))
+    })
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ mod faulty;
 mod gs;
 mod local;
 mod memory;
+mod rclone;
 mod rest;
 mod restic_cli;
 mod s3;
@@ -41,7 +42,7 @@ pub const SCHEMES: &[Scheme] = &[
     azure::SCHEME,
     gs::SCHEME,
     restic_cli::scheme("swift"),
-    restic_cli::scheme("rclone"),
+    rclone::SCHEME,
 ];
 
 /// What a location without a known scheme is.

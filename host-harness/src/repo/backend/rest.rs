@@ -1,5 +1,9 @@
 //! A repository behind restic's REST protocol (rest-server, `rclone serve
 //! restic`): v2 listings with sizes, v1 as a fallback.
+//!
+//! The protocol's paths, answers and listings are read by the functions at
+//! the end of this file, which the `rclone:` backend (the same protocol over
+//! a pipe to `rclone serve restic --stdio`) shares.
 
 use std::time::Duration;
 
@@ -95,7 +99,8 @@ impl<'a> Url<'a> {
     }
 }
 
-const V2: &str = "application/vnd.x.restic.rest.v2";
+/// The media type of a v2 listing (names with sizes).
+pub(super) const V2: &str = "application/vnd.x.restic.rest.v2";
 /// The longest a connection may take to set up, within the request timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -185,27 +190,8 @@ impl RestBackend {
         what: &str,
         limit: u64,
     ) -> Result<Vec<u8>, BackendError> {
-        let status = response.status();
-        if status == 404 {
-            return Err(BackendError::NotFound(format!(
-                "{what} at {}",
-                self.display
-            )));
-        }
-        if !status.is_success() {
-            return Err(BackendError::Other(format!(
-                "{what} at {}: the server answered {status}",
-                self.display
-            )));
-        }
-        let declared = response
-            .headers()
-            .get("content-length")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if let Some(size) = declared.filter(|size| *size > limit) {
-            return Err(BackendError::TooLarge { size, limit });
-        }
+        answered(response.status().as_u16(), what, &self.display)?;
+        declared_length_within(response.headers(), limit)?;
         response
             .body_mut()
             .with_config()
@@ -268,14 +254,10 @@ impl Backend for RestBackend {
     }
 
     fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError> {
-        let dir = format!("{}/", kind.dir());
+        let dir = listing_path(kind);
         let what = format!("listing {dir}");
         let response = self.send(self.agent.get(self.url(&dir)).header("Accept", V2), &what)?;
-        let v2 = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with(V2));
+        let v2 = is_v2_listing(response.headers());
         let body = self.body(response, &what, limits::LISTING_BODY)?;
         parse_listing(&body, v2, &format!("{dir} at {}", self.display))
     }
@@ -286,13 +268,60 @@ impl Backend for RestBackend {
             self.agent.delete(self.url(&path)),
             &format!("deleting {path}"),
         )?;
-        match response.status().as_u16() {
-            200..=299 => Ok(Removal::Removed),
-            404 => Ok(Removal::AlreadyGone),
-            status => Err(BackendError::Other(format!(
-                "deleting {path} at {}: the server answered {status}",
-                self.display
-            ))),
-        }
+        removal(response.status().as_u16(), &path, &self.display)
+    }
+}
+
+// What every transport of restic's REST protocol shares.
+
+/// The path that lists files of `kind` (`keys/`, `locks/`).
+pub(super) fn listing_path(kind: Kind) -> String {
+    format!("{}/", kind.dir())
+}
+
+/// Whether a listing's headers say it is a v2 listing (names with sizes).
+pub(super) fn is_v2_listing(headers: &ureq::http::HeaderMap) -> bool {
+    headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(V2))
+}
+
+/// The error a non-success answer to `what` at `shown` (redacted) means:
+/// 404 is [`BackendError::NotFound`], any other failure is said with its
+/// status.
+pub(super) fn answered(status: u16, what: &str, shown: &str) -> Result<(), BackendError> {
+    match status {
+        200..=299 => Ok(()),
+        404 => Err(BackendError::NotFound(format!("{what} at {shown}"))),
+        _ => Err(BackendError::Other(format!(
+            "{what} at {shown}: the server answered {status}"
+        ))),
+    }
+}
+
+/// Refuses a body whose declared length is over `limit`, before reading it.
+pub(super) fn declared_length_within(
+    headers: &ureq::http::HeaderMap,
+    limit: u64,
+) -> Result<(), BackendError> {
+    let declared = headers
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match declared.filter(|size| *size > limit) {
+        Some(size) => Err(BackendError::TooLarge { size, limit }),
+        None => Ok(()),
+    }
+}
+
+/// What a DELETE of `path` answered with `status` did.
+pub(super) fn removal(status: u16, path: &str, shown: &str) -> Result<Removal, BackendError> {
+    match status {
+        200..=299 => Ok(Removal::Removed),
+        404 => Ok(Removal::AlreadyGone),
+        _ => Err(BackendError::Other(format!(
+            "deleting {path} at {shown}: the server answered {status}"
+        ))),
     }
 }

@@ -1,5 +1,5 @@
 //! Read-only access through the `restic` binary, for backends lockwarden does
-//! not speak natively (b2, swift, and rclone until its native backend). restic does
+//! not speak natively (b2, swift). restic does
 //! the decryption; lockwarden never removes anything this way.
 
 use std::collections::HashSet;

@@ -1,0 +1,552 @@
+//! `rclone:remote:path`, as restic reaches it: lockwarden runs `rclone serve
+//! restic --stdio remote:path` and speaks restic's REST protocol (HTTP/2
+//! with prior knowledge) over the child's stdin and stdout. Paths, answers
+//! and listings are read as the `rest:` backend reads them.
+//!
+//! The program and its arguments are restic's `rclone.program` and
+//! `rclone.args` options, taken from the environment:
+//! `LOCKWARDEN_RCLONE_PROGRAM` (default `rclone`) and
+//! `LOCKWARDEN_RCLONE_ARGS` (default `serve restic --stdio
+//! --b2-hard-delete`), each split into words as a shell would (quotes
+//! group, no expansion); the remote is the last argument.
+//!
+//! The child runs in a process group of its own, which is killed when the
+//! backend is dropped. What it prints on stderr is kept (the last
+//! [`STDERR_TAIL`] bytes) for error messages, with the remote's secrets
+//! hidden.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper::client::conn::http2::SendRequest;
+use hyper::{Method, Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustix::process::{Pid, Signal, kill_process_group};
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStderr, Command};
+
+use super::rest::{
+    V2, answered, declared_length_within, is_v2_listing, listing_path, parse_listing, removal,
+};
+use super::{
+    Backend, BackendError, Capabilities, FileInfo, Kind, Removal, Scheme, Target, blocking,
+    checked_name,
+};
+use crate::limits;
+use crate::repo::location::{LocationError, redact_userinfo};
+
+/// The variable naming the rclone program (restic's `rclone.program`).
+pub const PROGRAM_VAR: &str = "LOCKWARDEN_RCLONE_PROGRAM";
+/// The variable holding rclone's arguments before the remote (restic's
+/// `rclone.args`).
+pub const ARGS_VAR: &str = "LOCKWARDEN_RCLONE_ARGS";
+/// restic's default program.
+const DEFAULT_PROGRAM: &str = "rclone";
+/// restic's default arguments.
+const DEFAULT_ARGS: &str = "serve restic --stdio --b2-hard-delete";
+/// How much of rclone's stderr is kept for messages (its last bytes).
+pub const STDERR_TAIL: usize = limits::COMMAND_STDERR as usize;
+/// How long a failed exchange waits for rclone's last words on stderr.
+const LAST_WORDS: Duration = Duration::from_secs(1);
+
+/// `rclone:REMOTE`, REMOTE as rclone takes it (`name:path`, `:type:path`,
+/// `:type,option=value:path`).
+pub const SCHEME: Scheme = Scheme {
+    name: "rclone",
+    parse: |location| {
+        let remote = location.strip_prefix("rclone:").unwrap_or(location);
+        if remote.trim().is_empty() {
+            return Err(LocationError::Invalid(
+                "`rclone:` needs a remote, as in rclone:remote:path".into(),
+            ));
+        }
+        Ok(location.to_owned())
+    },
+    open: |target: &Target<'_>| {
+        let remote = target
+            .location
+            .strip_prefix("rclone:")
+            .unwrap_or(target.location);
+        let command = RcloneCommand::from_env()?;
+        Ok(Box::new(RcloneBackend::start(
+            &command,
+            remote,
+            target.shown,
+            target.timeout,
+        )?))
+    },
+};
+
+/// The program and arguments that serve a remote, before the remote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RcloneCommand {
+    /// The program, as given (a name looked up in `PATH`, or a path).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+}
+
+impl RcloneCommand {
+    /// The command from [`PROGRAM_VAR`] and [`ARGS_VAR`], restic's defaults
+    /// for what is unset or empty. The program's value may itself hold
+    /// words (`"rclone --config /etc/rclone.conf"`), as in restic.
+    pub fn from_env() -> Result<RcloneCommand, BackendError> {
+        let var = |name: &str, default: &str| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .unwrap_or_else(|| default.to_owned())
+        };
+        RcloneCommand::new(
+            &var(PROGRAM_VAR, DEFAULT_PROGRAM),
+            &var(ARGS_VAR, DEFAULT_ARGS),
+        )
+    }
+
+    /// The command from a program and arguments line, split as restic does.
+    pub fn new(program: &str, args: &str) -> Result<RcloneCommand, BackendError> {
+        let mut words = split_words(program).ok_or_else(|| unbalanced(PROGRAM_VAR))?;
+        words.extend(split_words(args).ok_or_else(|| unbalanced(ARGS_VAR))?);
+        let mut words = words.into_iter();
+        let program = words
+            .next()
+            .ok_or_else(|| BackendError::Other(format!("{PROGRAM_VAR} names no program to run")))?;
+        Ok(RcloneCommand {
+            program,
+            args: words.collect(),
+        })
+    }
+}
+
+impl RcloneCommand {
+    /// The values of secret options among the arguments (`--flag VALUE`
+    /// where `--flag=VALUE` would be redacted in a location), so that
+    /// rclone's echo of its command line never shows them.
+    fn secret_values(&self) -> Vec<String> {
+        let words: Vec<&String> = std::iter::once(&self.program).chain(&self.args).collect();
+        words
+            .windows(2)
+            .filter(|pair| pair[0].starts_with("--") && !pair[1].starts_with('-'))
+            .filter(|pair| {
+                let option = format!("{}={}", pair[0], pair[1]);
+                redact_userinfo(&option) != option
+            })
+            .map(|pair| pair[1].clone())
+            .collect()
+    }
+}
+
+fn unbalanced(var: &str) -> BackendError {
+    // The value is not quoted: it may hold credentials.
+    BackendError::Other(format!("{var} has an unterminated quote"))
+}
+
+/// Splits `line` into words at whitespace; single or double quotes group
+/// (and are removed); nothing is expanded. `None` for an unterminated quote.
+fn split_words(line: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.get_or_insert_default().push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                word.get_or_insert_default();
+            }
+            (None, c) if c.is_whitespace() => words.extend(word.take()),
+            (None, c) => word.get_or_insert_default().push(c),
+        }
+    }
+    if quote.is_some() {
+        return None;
+    }
+    words.extend(word);
+    Some(words)
+}
+
+/// A repository served by one `rclone serve restic --stdio` child.
+pub struct RcloneBackend {
+    requests: SendRequest<Empty<Bytes>>,
+    /// The child, killed with its process group when this is dropped.
+    _served: Served,
+    stderr: Arc<Mutex<StderrTail>>,
+    /// The remote as given, replaced in rclone's messages by `shown`.
+    remote: String,
+    /// Values in the command's arguments that are secrets.
+    secret_args: Vec<String>,
+    /// The location with its secrets hidden.
+    shown: String,
+    timeout: Duration,
+}
+
+/// The running child; dropping it kills the child's whole process group
+/// (the child itself is killed and reaped by tokio too: `kill_on_drop`).
+struct Served {
+    /// Held only to be dropped: never waited for before.
+    _child: Child,
+    group: Option<Pid>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(group) = self.group {
+            let _ = kill_process_group(group, Signal::KILL);
+        }
+    }
+}
+
+/// The end of what the child printed on stderr.
+#[derive(Default)]
+struct StderrTail {
+    kept: Vec<u8>,
+    closed: bool,
+}
+
+impl RcloneBackend {
+    /// Starts `command remote` and opens an HTTP/2 connection over its
+    /// stdio; `shown` is the redacted location, `timeout` bounds the start
+    /// and every request.
+    pub fn start(
+        command: &RcloneCommand,
+        remote: &str,
+        shown: &str,
+        timeout: Duration,
+    ) -> Result<RcloneBackend, BackendError> {
+        let mut child = blocking::enter(|| {
+            Command::new(&command.program)
+                .args(&command.args)
+                .arg(remote)
+                .env_remove("RESTIC_PASSWORD")
+                .env_remove("RESTIC_PASSWORD_FILE")
+                .env_remove("RESTIC_PASSWORD_COMMAND")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn()
+        })?
+        .map_err(|e| {
+            BackendError::Other(format!(
+                "cannot start `{}` to serve {shown}: {e}; install rclone or set {PROGRAM_VAR}",
+                crate::text::escape(&command.program)
+            ))
+        })?;
+        let group = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(Pid::from_raw);
+        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        let stderr_pipe = child.stderr.take();
+        let child = Served {
+            _child: child,
+            group,
+        };
+        let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
+            return Err(BackendError::Other("rclone's stdio was not piped".into()));
+        };
+        let stderr = Arc::new(Mutex::new(StderrTail::default()));
+        if let Some(pipe) = stderr_pipe {
+            blocking::spawn(keep_tail(pipe, Arc::clone(&stderr)))?;
+        }
+        // The client's preface goes out here; rclone's answer is awaited
+        // with the first request.
+        let (requests, connection) = blocking::within(
+            timeout,
+            || format!("starting rclone for {shown}"),
+            async move {
+                let io = TokioIo::new(tokio::io::join(stdout, stdin));
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+                    .await
+                    .map_err(|e| {
+                        BackendError::Other(format!("cannot talk to rclone for {shown}: {e}"))
+                    })
+            },
+        )?;
+        blocking::spawn(async move {
+            let _ = connection.await;
+        })?;
+        Ok(RcloneBackend {
+            requests,
+            _served: child,
+            stderr,
+            remote: remote.to_owned(),
+            secret_args: command.secret_values(),
+            shown: shown.to_owned(),
+            timeout,
+        })
+    }
+
+    /// Sends `method path` and reads the answer's body (at most `limit`
+    /// bytes), all within the timeout; returns the status, whether the body
+    /// is a v2 listing, and the body (empty unless the status is success).
+    fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        what: &str,
+        limit: u64,
+    ) -> Result<(u16, bool, Vec<u8>), BackendError> {
+        let request = Request::builder()
+            .method(method)
+            .uri(format!("http://localhost/{path}"))
+            .header("Accept", V2)
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| BackendError::Other(format!("{what}: {e}")))?;
+        let mut requests = self.requests.clone();
+        blocking::within(
+            self.timeout,
+            || format!("{what} at {}", self.shown),
+            async move {
+                let response = match requests.ready().await {
+                    Ok(()) => requests.send_request(request).await,
+                    Err(e) => Err(e),
+                };
+                let response = match response {
+                    Ok(response) => response,
+                    Err(e) => return Err(self.broken(what, &e).await),
+                };
+                let status = response.status().as_u16();
+                let v2 = is_v2_listing(response.headers());
+                if !(200..300).contains(&status) {
+                    return Ok((status, v2, Vec::new()));
+                }
+                declared_length_within(response.headers(), limit)?;
+                let body = match read_bounded(response, limit).await {
+                    Ok(body) => body,
+                    Err(BodyError::TooLarge) => {
+                        return Err(BackendError::TooLarge {
+                            size: limit + 1,
+                            limit,
+                        });
+                    }
+                    Err(BodyError::Broken(e)) => return Err(self.broken(what, &e).await),
+                };
+                Ok((status, v2, body))
+            },
+        )
+    }
+
+    /// The error for an exchange that broke: when rclone has exited (its
+    /// stderr closed), its last words (secrets hidden), else the
+    /// connection's error. The child is not reaped here: until the backend
+    /// is dropped, its pid pins its process group's id, so the group kill
+    /// can never reach a stranger that was given the id again.
+    async fn broken(&self, what: &str, error: &hyper::Error) -> BackendError {
+        // rclone's stderr closes when it exits; give it a moment.
+        let exited = tokio::time::timeout(LAST_WORDS, async {
+            while !self.tail().closed {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .is_ok();
+        let said = self.last_words();
+        if exited {
+            BackendError::Other(format!("{what} at {}: rclone exited: {said}", self.shown))
+        } else {
+            BackendError::Other(format!(
+                "{what} at {}: the connection to rclone broke ({error}); rclone said: {said}",
+                self.shown
+            ))
+        }
+    }
+
+    fn tail(&self) -> std::sync::MutexGuard<'_, StderrTail> {
+        self.stderr
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The last non-empty lines rclone printed (at most three), with the
+    /// remote's secrets hidden and control characters escaped.
+    fn last_words(&self) -> String {
+        let text = String::from_utf8_lossy(&self.tail().kept).into_owned();
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        if lines.is_empty() {
+            return "(nothing on stderr)".into();
+        }
+        let last = &lines[lines.len().saturating_sub(3)..];
+        last.iter()
+            .map(|line| self.scrub(line))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    }
+
+    /// `line` without the secrets of the remote or the arguments.
+    fn scrub(&self, line: &str) -> String {
+        scrub(line, &self.remote, &self.secret_args)
+    }
+}
+
+/// `line` (from rclone's stderr) without secrets, escaped: the remote as
+/// given becomes its redacted form, each of `secret_args` becomes `***`,
+/// and any `user:password@` or secret `key=value` left (rclone may quote
+/// its options in its own way) is hidden too.
+fn scrub(line: &str, remote: &str, secret_args: &[String]) -> String {
+    let mut line = line.replace(remote, &redact_userinfo(remote));
+    for secret in secret_args.iter().filter(|s| !s.is_empty()) {
+        line = line.replace(secret.as_str(), "***");
+    }
+    crate::text::escape(&redact_userinfo(&line)).into_owned()
+}
+
+/// Keeps the last [`STDERR_TAIL`] bytes of `pipe` in `tail`, until it closes.
+async fn keep_tail(mut pipe: ChildStderr, tail: Arc<Mutex<StderrTail>>) {
+    let mut buffer = [0u8; 1024];
+    loop {
+        let read = pipe.read(&mut buffer).await;
+        let mut tail = tail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match read {
+            Ok(n) if n > 0 => {
+                tail.kept.extend_from_slice(&buffer[..n]);
+                let excess = tail.kept.len().saturating_sub(STDERR_TAIL);
+                tail.kept.drain(..excess);
+            }
+            _ => {
+                tail.closed = true;
+                return;
+            }
+        }
+    }
+}
+
+/// Why a body was not read.
+enum BodyError {
+    TooLarge,
+    Broken(hyper::Error),
+}
+
+/// The whole body of `response`, refused past `limit` bytes.
+async fn read_bounded(response: Response<Incoming>, limit: u64) -> Result<Vec<u8>, BodyError> {
+    let mut body = response.into_body();
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(BodyError::Broken)?;
+        if let Ok(data) = frame.into_data() {
+            if (out.len() + data.len()) as u64 > limit {
+                return Err(BodyError::TooLarge);
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out)
+}
+
+impl Backend for RcloneBackend {
+    fn name(&self) -> &'static str {
+        SCHEME.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::NATIVE
+    }
+
+    fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError> {
+        let dir = listing_path(kind);
+        let what = format!("listing {dir}");
+        let (status, v2, body) = self.exchange(Method::GET, &dir, &what, limits::LISTING_BODY)?;
+        answered(status, &what, &self.shown)?;
+        parse_listing(&body, v2, &format!("{dir} at {}", self.shown))
+    }
+
+    fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
+        let path = checked_name(kind, name)?;
+        let what = format!("reading {path}");
+        let (status, _, body) = self.exchange(Method::GET, &path, &what, kind.limit())?;
+        answered(status, &what, &self.shown)?;
+        Ok(body)
+    }
+
+    fn remove(&self, id: &str) -> Result<Removal, BackendError> {
+        let path = checked_name(Kind::Lock, id)?;
+        let what = format!("deleting {path}");
+        let (status, _, _) = self.exchange(Method::DELETE, &path, &what, Kind::Lock.limit())?;
+        removal(status, &path, &self.shown)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_as_restic_splits_them() {
+        assert_eq!(
+            split_words("serve restic  --stdio --b2-hard-delete"),
+            Some(vec![
+                "serve".into(),
+                "restic".into(),
+                "--stdio".into(),
+                "--b2-hard-delete".into()
+            ])
+        );
+        assert_eq!(
+            split_words(r#"rclone --config "/etc/my rclone.conf" ''"#),
+            Some(vec![
+                "rclone".into(),
+                "--config".into(),
+                "/etc/my rclone.conf".into(),
+                String::new()
+            ])
+        );
+        assert_eq!(split_words("a 'b"), None);
+    }
+
+    #[test]
+    fn the_program_may_carry_arguments() {
+        let command = RcloneCommand::new("rclone --config /x.conf", DEFAULT_ARGS).expect("splits");
+        assert_eq!(command.program, "rclone");
+        assert_eq!(command.args[..3], ["--config", "/x.conf", "serve"]);
+        let err =
+            RcloneCommand::new("rclone", "--s3-secret-access-key 'S3CRET").expect_err("quote");
+        assert!(!err.to_string().contains("S3CRET"), "{err}");
+        assert!(RcloneCommand::new(" ", "").is_err());
+    }
+
+    #[test]
+    fn rclones_messages_lose_the_secrets_of_the_remote_and_the_arguments() {
+        let command = RcloneCommand::new(
+            "rclone",
+            "serve restic --stdio --s3-secret-access-key ARG-S3CRET --s3-region eu",
+        )
+        .expect("splits");
+        assert_eq!(command.secret_values(), ["ARG-S3CRET"]);
+        let remote = ":s3,access_key_id=AK,secret_access_key=REMOTE-S3CRET:bucket/repo";
+        let echoed = format!(
+            "DEBUG : rclone: starting with parameters [\"--s3-secret-access-key\" \"ARG-S3CRET\" \"{remote}\"]"
+        );
+        let shown = scrub(&echoed, remote, &command.secret_values());
+        assert!(!shown.contains("S3CRET"), "{shown}");
+        assert!(
+            shown.contains("secret_access_key=***:bucket/repo"),
+            "{shown}"
+        );
+        let requoted = scrub(
+            "Failed to create file system for \":s3,secret_access_key='REMOTE-S3CRET',x=y:\"",
+            remote,
+            &[],
+        );
+        assert!(!requoted.contains("S3CRET"), "{requoted}");
+    }
+
+    #[test]
+    fn an_empty_remote_is_refused() {
+        assert!((SCHEME.parse)("rclone:").is_err());
+        assert_eq!(
+            (SCHEME.parse)("rclone:remote:path").as_deref(),
+            Ok("rclone:remote:path")
+        );
+    }
+}

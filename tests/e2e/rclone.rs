@@ -1,0 +1,375 @@
+//! The native `rclone:` backend against the real rclone (`rclone serve
+//! restic --stdio`, as restic runs it), on `:local:` remotes and a `crypt`
+//! remote over one, compared with restic on the same locations.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use lockwarden_tests::adversary::{all_output, copy_repo, entry, ids};
+use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
+use lockwarden_tests::restic::{Holder, TestRepo};
+use lockwarden_tests::{Finished, finish};
+use serde_json::Value;
+
+const MINUTE: i64 = 60;
+
+/// A repository in a fresh directory, reached as `rclone::local:<dir>` and
+/// made by restic through rclone.
+fn rclone_repo() -> TestRepo {
+    let mut repo = TestRepo::at(String::new(), PathBuf::new());
+    repo.path = repo.dir.path().join("repo");
+    repo.location = format!("rclone::local:{}", repo.path.display());
+    repo.init();
+    repo
+}
+
+/// `lockwarden <command> -r <repo> -p <password file> <extra>`, with a marker
+/// in its environment that every process it starts inherits.
+fn warden(repo: &TestRepo, command: &str, extra: &[&str], marker: &str) -> Finished {
+    finish(
+        repo.lockwarden(command)
+            .args(extra)
+            .env("RCLONE_CONFIG", "/dev/null")
+            .env("LOCKWARDEN_TEST_MARKER", marker),
+    )
+}
+
+fn check_json(repo: &TestRepo, marker: &str) -> (i32, Value) {
+    let out = warden(repo, "check", &["--json"], marker);
+    let doc =
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("check --json: {e}: {out:?}"));
+    (out.code, doc)
+}
+
+fn rule(doc: &Value, id: &str) -> (String, String) {
+    let entry = entry(doc, id);
+    let s = |k: &str| entry[k].as_str().unwrap_or_default().to_owned();
+    (s("action"), s("rule"))
+}
+
+fn pair(action: &str, rule: &str) -> (String, String) {
+    (action.to_owned(), rule.to_owned())
+}
+
+/// A marker unique to this test run, for [`live_processes`].
+fn marker(name: &str) -> String {
+    format!("lockwarden-rclone-{name}-{}", std::process::id())
+}
+
+/// The processes still running (zombies aside) whose environment holds
+/// `marker`: whatever lockwarden started and left behind.
+fn live_processes(marker: &str) -> Vec<String> {
+    let needle = format!("LOCKWARDEN_TEST_MARKER={marker}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let dir = entry.path();
+        let Ok(environ) = std::fs::read(dir.join("environ")) else {
+            continue;
+        };
+        let has_marker = environ
+            .split(|b| *b == 0)
+            .any(|var| var == needle.as_bytes());
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        // The state follows the command name in parentheses.
+        let zombie = stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z'));
+        if has_marker && !zombie {
+            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+            found.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
+        }
+    }
+    found
+}
+
+/// Waits up to 5 s for every process with `marker` to be gone.
+fn assert_none_left(marker: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = live_processes(marker);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes left behind by lockwarden: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Writes an executable shell script.
+fn script(path: &Path, body: &str) -> PathBuf {
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).expect("write script");
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    path.to_owned()
+}
+
+#[test]
+fn a_killed_holder_and_an_old_lock_go_and_live_and_young_locks_stay() {
+    let marker = marker("scenario");
+    let repo = rclone_repo();
+    // The holders are restic on the rclone: location too.
+    let live = Holder::start(&repo);
+    let dead = Holder::start(&repo).kill();
+    let writer = LockWriter::new(&repo);
+    let old = writer.write(LockSpec {
+        time: time_from_now(-120 * MINUTE),
+        hostname: "elsewhere",
+        pid: 9,
+        exclusive: true,
+        encoding: Encoding::Raw,
+    });
+    let young = writer.write(LockSpec {
+        time: time_from_now(-5 * MINUTE),
+        hostname: "elsewhere",
+        pid: 10,
+        ..LockSpec::default()
+    });
+
+    let (code, doc) = check_json(&repo, &marker);
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(doc["repository"]["backend"], "rclone");
+    assert_eq!(rule(&doc, &dead), pair("remove", "process-dead"));
+    assert_eq!(rule(&doc, &old), pair("remove", "expired"));
+    assert_eq!(rule(&doc, &live.lock_id), pair("keep", "holder-alive"));
+    assert_eq!(rule(&doc, &young), pair("keep", "fresh"));
+    assert_none_left(&marker);
+
+    let out = warden(&repo, "unlock", &[], &marker);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains(&format!("removed {}", &dead[..8])),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(repo.lock_ids(), ids(&[&live.lock_id, &young]));
+    assert_none_left(&marker);
+
+    // restic sees through rclone what lockwarden left.
+    let listed = repo.restic(&["list", "locks", "--no-lock"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    let listed: BTreeSet<String> = listed.stdout.lines().map(str::to_owned).collect();
+    assert_eq!(listed, ids(&[&live.lock_id, &young]));
+
+    drop(live);
+    std::fs::remove_file(repo.path.join("locks").join(&young)).expect("remove the young lock");
+    repo.assert_usable();
+}
+
+/// On copies of one repository holding only locks about which nothing is
+/// known, lockwarden over rclone removes exactly what `restic unlock` over
+/// rclone removes.
+#[test]
+fn with_no_evidence_unlock_over_rclone_removes_what_restic_unlock_removes() {
+    let marker = marker("parity");
+    let repo = rclone_repo();
+    let writer = LockWriter::new(&repo);
+    for (n, minutes) in [-200, -61, -31, -29, -5, 0, 90].into_iter().enumerate() {
+        writer.write(LockSpec {
+            time: time_from_now(minutes * MINUTE),
+            hostname: &format!("host-{n}"),
+            pid: 100 + n as i64,
+            exclusive: n % 2 == 0,
+            ..LockSpec::default()
+        });
+    }
+    let copy = |name: &str| {
+        let to = copy_repo(&repo, name);
+        TestRepo::at(format!("rclone::local:{}", to.display()), to)
+    };
+    let (ours, theirs) = (copy("for-lockwarden"), copy("for-restic"));
+    let out = warden(&ours, "unlock", &[], &marker);
+    assert_eq!(out.code, 0, "{out:?}");
+    let restic = theirs.restic(&["unlock"]);
+    assert_eq!(restic.code, 0, "{restic:?}");
+    let left = ours.lock_ids();
+    assert_eq!(left, theirs.lock_ids(), "lockwarden kept what restic kept");
+    assert!(
+        left.len() >= 3 && left.len() < 7,
+        "both kept some and removed some: {left:?}"
+    );
+}
+
+#[test]
+fn one_check_costs_one_rclone_and_one_request_per_file() {
+    let marker = marker("cost");
+    let repo = rclone_repo();
+    let writer = LockWriter::new(&repo);
+    for pid in 0..3 {
+        writer.write(LockSpec {
+            hostname: "elsewhere",
+            pid,
+            ..LockSpec::default()
+        });
+    }
+    // rclone with its requests logged; the script lingers after rclone
+    // exits unless lockwarden kills its process group.
+    let log = repo.dir.path().join("rclone.log");
+    let wrapper = script(
+        &repo.dir.path().join("rclone-logged"),
+        &format!(
+            "echo START >> {log}\nrclone \"$@\" -vv 2>> {log}\nsleep 30\n",
+            log = log.display()
+        ),
+    );
+    let started = Instant::now();
+    let out = finish(
+        repo.lockwarden("check")
+            .env("RCLONE_CONFIG", "/dev/null")
+            .env("LOCKWARDEN_TEST_MARKER", &marker)
+            .env("LOCKWARDEN_RCLONE_PROGRAM", &wrapper),
+    );
+    let ours = started.elapsed();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_none_left(&marker);
+    let logged = std::fs::read_to_string(&log).expect("rclone log");
+    let starts = logged.lines().filter(|l| *l == "START").count();
+    let requests: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains(": GET /") || l.contains(": DELETE /"))
+        .collect();
+    assert_eq!(starts, 1, "{logged}");
+    // config, keys/, the key, locks/, and each lock.
+    assert_eq!(requests.len(), 4 + 3, "{requests:#?}");
+
+    let started = Instant::now();
+    let restic = repo.restic(&["list", "locks", "--no-lock"]);
+    let theirs = started.elapsed();
+    assert_eq!(restic.code, 0, "{restic:?}");
+    eprintln!(
+        "lockwarden check over rclone: {ours:?} (1 rclone, {} requests); \
+         restic list locks over rclone: {theirs:?}",
+        requests.len()
+    );
+}
+
+#[test]
+fn a_secret_in_the_connection_string_never_shows() {
+    let marker = marker("secret");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let secret = "hunter2-crypt-SECRET";
+    let obscured = Command::new("rclone")
+        .args(["obscure", secret])
+        .output()
+        .expect("rclone obscure");
+    let obscured = String::from_utf8(obscured.stdout).expect("utf-8");
+    let obscured = obscured.trim();
+    let storage = dir.path().join("storage");
+    std::fs::create_dir(&storage).expect("storage dir");
+    let crypt = format!(":crypt,remote={},password={obscured}:", storage.display());
+    let repo = TestRepo::at(format!("rclone:{crypt}repo"), storage.join("unused"));
+    repo.init();
+    let names: Vec<_> = std::fs::read_dir(&storage)
+        .expect("storage")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n == "repo"),
+        "crypt encrypted the names: {names:?}"
+    );
+
+    let (code, doc) = check_json(&repo, &marker);
+    assert_eq!(code, 0, "{doc:#}");
+    let shown = doc["repository"]["location"].as_str().expect("location");
+    assert!(shown.contains("password=***"), "{shown}");
+    let out = warden(&repo, "unlock", &[], &marker);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!all_output(&out).contains(obscured), "{out:?}");
+    assert!(!doc.to_string().contains(obscured), "{doc:#}");
+
+    // A path with no repository: exit 10, the location redacted.
+    let missing = TestRepo::at(format!("rclone:{crypt}none"), storage.join("none"));
+    let out = warden(&missing, "check", &[], &marker);
+    assert_eq!(out.code, 10, "{out:?}");
+    assert!(out.stderr.contains("password=***"), "{}", out.stderr);
+    assert!(!all_output(&out).contains(obscured), "{out:?}");
+
+    // rclone refuses a password that is not obscured and quotes the whole
+    // connection string on stderr: lockwarden shows it, without the secret.
+    let plain = format!(":crypt,remote={},password={secret}:", storage.display());
+    let refused = TestRepo::at(format!("rclone:{plain}repo"), storage.join("x"));
+    let out = warden(&refused, "check", &[], &marker);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("rclone exited"), "{}", out.stderr);
+    assert!(out.stderr.contains("is it obscured"), "{}", out.stderr);
+    assert!(!all_output(&out).contains(secret), "{out:?}");
+    assert!(!all_output(&out).contains("hunter2"), "{out:?}");
+    assert_none_left(&marker);
+}
+
+#[test]
+fn an_rclone_that_never_answers_ends_within_the_timeout_and_is_killed() {
+    let marker = marker("hang");
+    let repo = rclone_repo();
+    let stale = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(-120 * MINUTE),
+        ..LockSpec::default()
+    });
+    // Reads its stdin and never answers, with a child of its own that
+    // outlives it unless its whole process group is killed.
+    let mute = script(
+        &repo.dir.path().join("mute-rclone"),
+        "sleep 30 &\ncat > /dev/null\n",
+    );
+    let started = Instant::now();
+    let out = finish(
+        repo.lockwarden("unlock")
+            .args(["--timeout", "3s"])
+            .env("LOCKWARDEN_TEST_MARKER", &marker)
+            .env("LOCKWARDEN_RCLONE_PROGRAM", &mute),
+    );
+    let took = started.elapsed();
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("no answer within 3s"), "{}", out.stderr);
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+    assert_eq!(repo.lock_ids(), ids(&[&stale]), "nothing removed");
+    assert_none_left(&marker);
+}
+
+#[test]
+fn an_unknown_remote_or_a_missing_rclone_is_a_clear_error() {
+    let marker = marker("unknown");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = TestRepo::at("rclone:nosuchremote:repo".into(), dir.path().join("none"));
+    let out = warden(&repo, "check", &[], &marker);
+    out.assert_exit(1, "rclone:nosuchremote:repo");
+    assert!(
+        out.stderr.contains("didn't find section in config file"),
+        "rclone's reason is shown: {}",
+        out.stderr
+    );
+
+    let out = finish(
+        repo.lockwarden("check")
+            .env("LOCKWARDEN_TEST_MARKER", &marker)
+            .env(
+                "LOCKWARDEN_RCLONE_PROGRAM",
+                dir.path().join("no-rclone-here"),
+            ),
+    );
+    out.assert_exit(1, "cannot start");
+    assert!(
+        out.stderr.contains("LOCKWARDEN_RCLONE_PROGRAM"),
+        "{}",
+        out.stderr
+    );
+
+    let missing = rclone_missing_path(dir.path());
+    let out = warden(&missing, "check", &[], &marker);
+    out.assert_exit(10, "no restic repository at rclone::local:");
+    assert_none_left(&marker);
+}
+
+/// An `rclone::local:` location where nothing is.
+fn rclone_missing_path(dir: &Path) -> TestRepo {
+    let path = dir.join("nothing-here");
+    TestRepo::at(format!("rclone::local:{}", path.display()), path)
+}
