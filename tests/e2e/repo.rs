@@ -474,9 +474,8 @@ fn an_unreachable_server_is_an_error_that_names_it() {
 #[test]
 fn other_backends_are_read_through_restic_and_unlock_refuses_there() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("repo");
-    let repo = TestRepo::at(format!("rclone:{}", path.display()), path.clone());
-    repo.init();
+    let (repo, _log) = swift_through_restic(dir.path());
+    let path = repo.path.clone();
     let stale =
         LockWriter::for_dir(Path::new(&path), lockwarden_tests::restic::PASSWORD).write(LockSpec {
             time: time_from_now(-40 * MINUTE),
@@ -486,7 +485,7 @@ fn other_backends_are_read_through_restic_and_unlock_refuses_there() {
         });
     let (code, doc) = check_json(&repo);
     assert_eq!(code, 3, "{doc:#}");
-    assert_eq!(doc["repository"]["backend"], "rclone");
+    assert_eq!(doc["repository"]["backend"], "swift");
     assert_eq!(verdict(&doc, &stale).1, "expired");
     let out = warden(&repo, "unlock", &[]);
     out.assert_exit(1, "cannot remove a lock there by id");
@@ -501,20 +500,15 @@ fn other_backends_are_read_through_restic_and_unlock_refuses_there() {
     );
 }
 
-/// Through restic, a lock file restic cannot read is reported unreadable,
-/// not taken for gone, and however many there are, confirming that they are
-/// still listed costs at most a few extra listings (one serves every read
-/// that failed before it began), not one per file.
-#[test]
-fn unreadable_locks_read_through_restic_are_kept_with_bounded_relisting() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("repo");
-    let repo = TestRepo::at(format!("rclone:{}", path.display()), path.clone());
+/// A repository on disk that lockwarden reaches as `swift:test:/repo`, one
+/// of the schemes it reads through restic: a `restic` shim first in `PATH`
+/// logs each command line (to the returned file) and runs the real restic
+/// on the directory instead.
+fn swift_through_restic(dir: &Path) -> (TestRepo, std::path::PathBuf) {
+    let path = dir.join("repo");
+    let mut repo = TestRepo::at(path.display().to_string(), path.clone());
     repo.init();
-    let writer = LockWriter::for_dir(Path::new(&path), lockwarden_tests::restic::PASSWORD);
-    let damaged: Vec<String> = (0..12u8).map(|i| writer.write_bytes(&[i; 100])).collect();
-    // A shim that logs each restic command line, then runs the real one.
-    let shim = dir.path().join("shim");
+    let shim = dir.join("shim");
     std::fs::create_dir(&shim).expect("shim dir");
     let real = String::from_utf8(
         Command::new("sh")
@@ -524,10 +518,11 @@ fn unreadable_locks_read_through_restic_are_kept_with_bounded_relisting() {
             .stdout,
     )
     .expect("utf-8");
-    let log = dir.path().join("calls.log");
+    let log = dir.join("calls.log");
     let script = format!(
-        "#!/bin/sh\necho \"$*\" >> {}\nexec {} \"$@\"\n",
+        "#!/bin/sh\necho \"$*\" >> {}\nRESTIC_REPOSITORY={} exec {} \"$@\"\n",
         log.display(),
+        path.display(),
         real.trim()
     );
     let restic = shim.join("restic");
@@ -539,7 +534,22 @@ fn unreadable_locks_read_through_restic_are_kept_with_bounded_relisting() {
         shim.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = finish(repo.lockwarden("check").arg("--json").env("PATH", path_var));
+    repo.lockwarden_location = Some("swift:test:/repo".into());
+    repo.env.push(("PATH".into(), path_var));
+    (repo, log)
+}
+
+/// Through restic, a lock file restic cannot read is reported unreadable,
+/// not taken for gone, and however many there are, confirming that they are
+/// still listed costs at most a few extra listings (one serves every read
+/// that failed before it began), not one per file.
+#[test]
+fn unreadable_locks_read_through_restic_are_kept_with_bounded_relisting() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (repo, log) = swift_through_restic(dir.path());
+    let writer = LockWriter::for_dir(&repo.path, lockwarden_tests::restic::PASSWORD);
+    let damaged: Vec<String> = (0..12u8).map(|i| writer.write_bytes(&[i; 100])).collect();
+    let out = finish(repo.lockwarden("check").arg("--json"));
     let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
     assert_eq!(out.code, 0, "{doc:#}");
     for id in &damaged {
