@@ -35,21 +35,20 @@ const MAX_LINE: u64 = 64 << 10;
 const MAX_REQUEST_LINES: usize = 1_000_000;
 /// The most other lines kept for diagnostics.
 const MAX_OTHER_LINES: usize = 200;
-/// How long the log must have been quiet before requests are counted, so
-/// that the lines of requests that have just been answered are in.
-const QUIET: Duration = Duration::from_millis(200);
-/// The longest wait for a quiet log.
+/// How long the lines of requests that have just been answered may take to
+/// arrive (the servers log within milliseconds of answering), and how long
+/// the selected lines must have been quiet before they are counted.
+const SETTLE: Duration = Duration::from_millis(150);
+/// The longest wait for the selected lines to be quiet.
 const QUIET_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// What the server printed.
 #[derive(Default)]
 struct Log {
-    /// Access log lines, one per request.
-    requests: Vec<String>,
+    /// Access log lines, one per request, with when each arrived.
+    requests: Vec<(Instant, String)>,
     /// The first other lines (startup messages, errors).
     other: Vec<String>,
-    /// When the last line arrived.
-    last_line: Option<Instant>,
 }
 
 /// A running server; see the module documentation for how it is stopped.
@@ -142,19 +141,28 @@ impl ServerProcess {
         self.group
     }
 
-    /// How many requests the server has logged whose request line `selects`,
-    /// once its log has been quiet for a moment (so that requests answered
-    /// just before are in).
+    /// How many requests the server has logged whose access log line
+    /// `selects`. It first gives the lines of requests answered just before
+    /// a moment to arrive, then waits (up to 3 s) until no selected line has
+    /// arrived for that moment, so that other tests' traffic on the same
+    /// server does not hold it up.
     pub fn requests(&self, selects: impl Fn(&str) -> bool) -> usize {
+        std::thread::sleep(SETTLE);
         let deadline = Instant::now() + QUIET_TIMEOUT;
         loop {
             let log = self.log.lock().expect("log lock");
-            let quiet = log.last_line.is_none_or(|t| t.elapsed() >= QUIET);
+            let selected: Vec<Instant> = log
+                .requests
+                .iter()
+                .filter(|(_, line)| selects(line))
+                .map(|(arrived, _)| *arrived)
+                .collect();
+            let quiet = selected.last().is_none_or(|t| t.elapsed() >= SETTLE);
             if quiet || Instant::now() >= deadline {
-                return log.requests.iter().filter(|l| selects(l)).count();
+                return selected.len();
             }
             drop(log);
-            std::thread::sleep(QUIET / 4);
+            std::thread::sleep(SETTLE / 5);
         }
     }
 }
@@ -172,10 +180,9 @@ fn spawn_reader(output: impl Read + Send + 'static, log: Arc<Mutex<Log>>) {
             }
             let text = String::from_utf8_lossy(&line).trim_end().to_owned();
             let Ok(mut log) = log.lock() else { return };
-            log.last_line = Some(Instant::now());
             if text.contains(" HTTP/1.") {
                 if log.requests.len() < MAX_REQUEST_LINES {
-                    log.requests.push(text);
+                    log.requests.push((Instant::now(), text));
                 }
             } else if log.other.len() < MAX_OTHER_LINES {
                 log.other.push(text);
