@@ -1,5 +1,6 @@
 //! External commands (the password command, the hosts command, restic for
-//! the backends read through it): each runs in a process group of its own
+//! the backends read through it, and the rclone and ssh children that serve
+//! backends, see [`ChildGroup`]): each runs in a process group of its own
 //! with a deadline, its output is bounded, and the whole group is killed when
 //! it is late or done, so a background child cannot hold lockwarden up.
 
@@ -52,6 +53,32 @@ impl Drop for Registered {
         if let Ok(mut running) = RUNNING.lock() {
             running.retain(|g| *g != self.0);
         }
+    }
+}
+
+/// The process group of a long-lived child (rclone's or ssh's, serving a
+/// backend): killed when this is dropped, and by [`kill_all`] while it
+/// lives. Drop it before the child's handle, which may reap the child (the
+/// child's pid pins the group's id until then).
+pub struct ChildGroup {
+    group: Pid,
+    _registered: Registered,
+}
+
+impl ChildGroup {
+    /// The group led by the child `pid` (started with `process_group(0)`).
+    pub fn of(pid: Option<u32>) -> Option<ChildGroup> {
+        let raw = i32::try_from(pid?).ok()?;
+        Some(ChildGroup {
+            group: Pid::from_raw(raw)?,
+            _registered: Registered::new(raw),
+        })
+    }
+}
+
+impl Drop for ChildGroup {
+    fn drop(&mut self) {
+        let _ = kill_process_group(self.group, Signal::KILL);
     }
 }
 

@@ -286,3 +286,48 @@ fn a_server_that_stalls_mid_listing_ends_in_time_and_removes_nothing() {
     assert!(repo.lock_ids().contains(&stale), "nothing removed");
     assert_no_secret(Store::S3, &out);
 }
+
+/// What `watch` costs: after its first check, one listing per check while
+/// nothing changes (each lock was read once, and a lock's name is the hash
+/// of its contents), where `restic unlock` reads the config, the keys and
+/// every lock each time.
+fn watch_lists_once_per_check(store: Store) {
+    let bucket = store.new_bucket();
+    let repo = bucket.init_repo("repo");
+    let writer = LockWriter::new(&repo);
+    for n in 0..3 {
+        writer.write(LockSpec {
+            time: time_from_now(-5 * MINUTE),
+            hostname: &format!("busy-{n}"),
+            pid: 50 + n,
+            ..LockSpec::default()
+        });
+    }
+    let cost = lockwarden_tests::cloud::cost::measure(&bucket, &repo, 3);
+    println!("{store}: {cost:?}");
+    assert!(cost.checks >= 3, "{store}: {cost:?}");
+    assert_eq!(
+        cost.watch_per_check, 1.0,
+        "{store}: one listing per check: {cost:?}"
+    );
+    assert!(
+        cost.restic_unlock > 3 && cost.lockwarden_unlock > 3,
+        "{store}: both read the locks each time: {cost:?}"
+    );
+    assert_eq!(repo.lock_ids().len(), 3, "{store}: nothing removed");
+}
+
+#[test]
+fn watch_on_s3_lists_once_per_check() {
+    watch_lists_once_per_check(Store::S3);
+}
+
+#[test]
+fn watch_on_azure_lists_once_per_check() {
+    watch_lists_once_per_check(Store::Azure);
+}
+
+#[test]
+fn watch_on_gcs_lists_once_per_check() {
+    watch_lists_once_per_check(Store::Gcs);
+}

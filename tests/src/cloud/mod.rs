@@ -14,6 +14,7 @@
 //! bucket.
 
 mod azure;
+pub mod cost;
 mod gcs;
 pub mod process;
 pub mod remote;

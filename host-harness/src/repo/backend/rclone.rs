@@ -24,7 +24,6 @@ use hyper::body::Incoming;
 use hyper::client::conn::http2::SendRequest;
 use hyper::{Method, Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStderr, Command};
 
@@ -35,6 +34,7 @@ use super::{
     Backend, BackendError, Capabilities, FileInfo, Kind, Removal, Scheme, Target, blocking,
     checked_name,
 };
+use crate::command::ChildGroup;
 use crate::limits;
 use crate::repo::location::{LocationError, redact_userinfo};
 
@@ -187,17 +187,10 @@ pub struct RcloneBackend {
 /// The running child; dropping it kills the child's whole process group
 /// (the child itself is killed and reaped by tokio too: `kill_on_drop`).
 struct Served {
+    /// Dropped first: the group is killed while the child still pins it.
+    _group: Option<ChildGroup>,
     /// Held only to be dropped: never waited for before.
     _child: Child,
-    group: Option<Pid>,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(group) = self.group {
-            let _ = kill_process_group(group, Signal::KILL);
-        }
-    }
 }
 
 /// The end of what the child printed on stderr.
@@ -237,15 +230,12 @@ impl RcloneBackend {
                 crate::text::escape(&command.program)
             ))
         })?;
-        let group = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(Pid::from_raw);
+        let group = ChildGroup::of(child.id());
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
         let stderr_pipe = child.stderr.take();
         let child = Served {
+            _group: group,
             _child: child,
-            group,
         };
         let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
             return Err(BackendError::Other("rclone's stdio was not piped".into()));

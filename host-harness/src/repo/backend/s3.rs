@@ -115,14 +115,16 @@ impl S3Location {
                 builder = builder.with_config(key, value);
             }
         }
-        if from_env("AWS_ACCESS_KEY_ID").is_none() {
-            if let Some((id, secret, token)) = shared_credentials(target.variables)? {
-                builder = builder
-                    .with_access_key_id(id)
-                    .with_secret_access_key(secret);
-                if let Some(token) = token {
-                    builder = builder.with_token(token);
-                }
+        let shared = match from_env("AWS_ACCESS_KEY_ID") {
+            Some(_) => None,
+            None => shared_credentials(target.variables)?,
+        };
+        if let Some((id, secret, token)) = shared {
+            builder = builder
+                .with_access_key_id(id)
+                .with_secret_access_key(secret);
+            if let Some(token) = token {
+                builder = builder.with_token(token);
             }
         }
         let region = from_env("AWS_DEFAULT_REGION")

@@ -32,7 +32,6 @@ use std::time::Duration;
 use russh_sftp::client::RawSftpSession;
 use russh_sftp::client::error::Error as SftpError;
 use russh_sftp::protocol::{FileAttributes, OpenFlags, StatusCode};
-use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStderr, Command};
 
@@ -40,6 +39,7 @@ use super::{
     Backend, BackendError, Capabilities, FileInfo, Kind, Removal, Scheme, Target, blocking,
     checked_listing, checked_name,
 };
+use crate::command::ChildGroup;
 use crate::limits;
 use crate::repo::location::{LocationError, percent_decode, redact_userinfo};
 use crate::repo::lockfile::is_valid_id;
@@ -368,8 +368,9 @@ async fn collect_stderr(mut stderr: ChildStderr, kept: Arc<Mutex<Vec<u8>>>) {
 
 /// The ssh child: killed, with its process group, when dropped.
 struct Connection {
+    /// Dropped first: the group is killed while the child still pins it.
+    _group: Option<ChildGroup>,
     child: Mutex<Child>,
-    group: Option<Pid>,
     stderr: Arc<Mutex<Vec<u8>>>,
     program: String,
 }
@@ -407,10 +408,7 @@ impl Connection {
                 escape(program)
             ))
         })?;
-        let group = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(Pid::from_raw);
+        let group = ChildGroup::of(child.id());
         let stderr = Arc::new(Mutex::new(Vec::new()));
         if let Some(pipe) = child.stderr.take() {
             blocking::spawn(collect_stderr(pipe, stderr.clone()))?;
@@ -419,8 +417,8 @@ impl Connection {
             return Err(BackendError::Other("the ssh child has no pipes".into()));
         };
         let connection = Connection {
+            _group: group,
             child: Mutex::new(child),
-            group,
             stderr,
             program: program.clone(),
         };
@@ -450,17 +448,6 @@ impl Connection {
     /// What ssh said last, if it said anything.
     fn said(&self) -> Option<String> {
         self.stderr.lock().ok().and_then(|s| last_line(&s))
-    }
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        if let Some(group) = self.group {
-            let _ = kill_process_group(group, Signal::KILL);
-        }
-        if let Ok(mut child) = self.child.lock() {
-            let _ = child.start_kill();
-        }
     }
 }
 
