@@ -1,12 +1,13 @@
 //! `make bench`: lockwarden measured the way its users would compare it, in
 //! one run, as ratios: against restic (the Debian binary) and against the
 //! policy's rules compiled natively, and the component in a second host
-//! (Node.js). Writes BENCHMARKS.md and
+//! (Node.js), and requests per check on object storage. Writes BENCHMARKS.md and
 //! target/bench/results.json. Never part of `make test`.
 
 mod hosts;
 mod policy;
 mod report;
+mod requests;
 mod tools;
 
 use std::time::Instant;
@@ -41,6 +42,8 @@ fn main() {
     let round = tools::periodic_round(100);
     step("check over REST, 1,000 locks");
     let rest = tools::over_rest(1_000, 5);
+    step("requests per check on S3, Azure and GCS");
+    let requests = requests::per_store();
     step("the same component in Node.js (jco) and in wasmtime");
     let hosts = hosts::compare();
     step("writing BENCHMARKS.md and target/bench/results.json");
@@ -51,6 +54,7 @@ fn main() {
         unlock: vec![unlock_1k, unlock_10k],
         round,
         rest,
+        requests,
         hosts,
         seconds: started.elapsed().as_secs_f64(),
     };

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::hosts::HostPair;
 use crate::policy::{Evaluation, Start};
+use crate::requests::{LOCKS, StoreCost};
 use crate::tools::{Pairs, Round, Run};
 use lockwarden::stats::short;
 
@@ -17,6 +18,7 @@ pub struct Results {
     pub unlock: Vec<Pairs>,
     pub round: Round,
     pub rest: Pairs,
+    pub requests: Vec<StoreCost>,
     pub hosts: Vec<HostPair>,
     pub seconds: f64,
 }
@@ -133,6 +135,7 @@ fn render(r: &Results, machine: &[(String, String)]) -> (String, Value) {
     one_shot_unlock(&mut md, &r.unlock, &mut targets);
     periodic_round(&mut md, &r.round, &mut targets);
     over_rest(&mut md, &r.rest);
+    requests_per_check(&mut md, &r.requests);
     second_host(&mut md, &r.hosts);
     targets_table(&mut md, &targets);
     let _ = writeln!(md, "\n{ANALYSIS}");
@@ -311,6 +314,34 @@ fn over_rest(w: &mut String, p: &Pairs) {
     );
 }
 
+fn requests_per_check(w: &mut String, stores: &[StoreCost]) {
+    let _ = writeln!(
+        w,
+        "\n## Requests to object storage, per repository\n\nCounted by the servers on 127.0.0.1 \
+         (moto, Azurite, fake-gcs-server) for one repository holding {LOCKS} live locks that \
+         nobody removes. restic reaches Azure and GCS through `rclone:` (restic 0.14 cannot be \
+         pointed at their emulators). Velero ran `restic unlock` every 5 minutes per \
+         repository; `watch` at the same interval lists `locks/` once per check and reads only \
+         locks it has not read (a lock's name is the hash of its contents).\n\n\
+         | store | restic unlock | lockwarden unlock | watch, first check | watch, each later check | per hour at 5 min: restic unlock / watch |\n\
+         |---|---|---|---|---|---|"
+    );
+    for s in stores {
+        let c = &s.cost;
+        let _ = writeln!(
+            w,
+            "| {} | {} | {} | {} | {:.1} | {} / {:.0} |",
+            s.store,
+            c.restic_unlock,
+            c.lockwarden_unlock,
+            c.watch_first,
+            c.watch_per_check,
+            12 * c.restic_unlock,
+            12.0 * c.watch_per_check
+        );
+    }
+}
+
 fn second_host(w: &mut String, hosts: &[HostPair]) {
     let _ = writeln!(
         w,
@@ -368,6 +399,11 @@ fn results_json(r: &Results, machine: &[(String, String)], targets: &[Target]) -
             "watch_busy_s": round.watch_busy, "cpu_ratio": cpu_ratio(round),
         },
         "rest": pairs_json(&r.rest),
+        "requests": r.requests.iter().map(|s| json!({
+            "store": s.store.to_string(), "locks": LOCKS,
+            "restic_unlock": s.cost.restic_unlock, "lockwarden_unlock": s.cost.lockwarden_unlock,
+            "watch_first": s.cost.watch_first, "watch_per_check": s.cost.watch_per_check,
+        })).collect::<Vec<_>>(),
         "second_host": r.hosts.iter().map(|h| json!({
             "request": h.request, "entries": h.entries,
             "wasmtime_s": h.wasmtime.json(), "node_s": h.node.json(),
@@ -439,6 +475,16 @@ mod tests {
                 lockwarden: runs(0.5, 30_000.0, 0.2),
                 restic: runs(0.8, 50_000.0, 0.6),
             },
+            requests: vec![StoreCost {
+                store: lockwarden_tests::cloud::Store::S3,
+                cost: lockwarden_tests::cloud::cost::Cost {
+                    restic_unlock: 12,
+                    lockwarden_unlock: 9,
+                    watch_first: 9,
+                    watch_per_check: 1.0,
+                    checks: 5,
+                },
+            }],
             hosts: vec![
                 HostPair {
                     request: "examples/request.json",
