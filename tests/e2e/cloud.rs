@@ -13,7 +13,7 @@ use lockwarden_tests::cloud::Store;
 use lockwarden_tests::fault_proxy::{Fault, FaultProxy, Filter};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo};
-use lockwarden_tests::{Finished, finish};
+use lockwarden_tests::{Finished, finish, parity};
 use serde_json::Value;
 
 const MINUTE: i64 = 60;
@@ -158,40 +158,14 @@ fn gcs_removes_exactly_the_stale_locks() {
 fn with_no_evidence_lockwarden_keeps_what_restic_unlock_keeps() {
     let bucket = Store::S3.new_bucket();
     let (ours, theirs) = (bucket.init_repo("ours"), bucket.init_repo("theirs"));
-    let minutes = [-200, -61, -40, -20, -5, 0, 3, 90];
-    let write = |repo: &TestRepo| -> Vec<String> {
-        let writer = LockWriter::new(repo);
-        minutes
-            .iter()
-            .enumerate()
-            .map(|(n, m)| {
-                writer.write(LockSpec {
-                    time: time_from_now(m * MINUTE),
-                    hostname: &format!("host-{n}"),
-                    pid: 100 + n as i64,
-                    exclusive: n % 3 == 0,
-                    encoding: if n % 2 == 0 {
-                        Encoding::Raw
-                    } else {
-                        Encoding::Zstd
-                    },
-                })
-            })
-            .collect()
-    };
-    let (our_ids, their_ids) = (write(&ours), write(&theirs));
+    let our_ids = parity::write_ages(&LockWriter::new(&ours));
+    let their_ids = parity::write_ages(&LockWriter::new(&theirs));
     assert_eq!(warden(&ours, "unlock", &[]).code, 0);
     let restic = theirs.restic(&["unlock"]);
     assert_eq!(restic.code, 0, "{restic:?}");
-    let kept = |repo: &TestRepo, ids: &[String]| -> BTreeSet<usize> {
-        let left = repo.lock_ids();
-        (0..ids.len()).filter(|n| left.contains(&ids[*n])).collect()
-    };
-    let (ours_kept, theirs_kept) = (kept(&ours, &our_ids), kept(&theirs, &their_ids));
-    assert_eq!(ours_kept, theirs_kept, "the same locks kept");
-    assert!(
-        !ours_kept.is_empty() && ours_kept.len() < minutes.len(),
-        "some kept, some removed: {ours_kept:?}"
+    parity::assert_same_kept(
+        &parity::kept(&ours, &our_ids),
+        &parity::kept(&theirs, &their_ids),
     );
 }
 

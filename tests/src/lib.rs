@@ -9,6 +9,7 @@ pub mod fault_proxy;
 pub mod guard;
 pub mod lock_writer;
 pub mod node_host;
+pub mod parity;
 pub mod registry;
 pub mod restic;
 pub mod sshd;

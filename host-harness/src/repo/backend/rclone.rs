@@ -108,8 +108,8 @@ impl RcloneCommand {
 
     /// The command from a program and arguments line, split as restic does.
     pub fn new(program: &str, args: &str) -> Result<RcloneCommand, BackendError> {
-        let mut words = split_words(program).ok_or_else(|| unbalanced(PROGRAM_VAR))?;
-        words.extend(split_words(args).ok_or_else(|| unbalanced(ARGS_VAR))?);
+        let mut words = shlex::split(program).ok_or_else(|| unbalanced(PROGRAM_VAR))?;
+        words.extend(shlex::split(args).ok_or_else(|| unbalanced(ARGS_VAR))?);
         let mut words = words.into_iter();
         let program = words
             .next()
@@ -142,31 +142,6 @@ impl RcloneCommand {
 fn unbalanced(var: &str) -> BackendError {
     // The value is not quoted: it may hold credentials.
     BackendError::Other(format!("{var} has an unterminated quote"))
-}
-
-/// Splits `line` into words at whitespace; single or double quotes group
-/// (and are removed); nothing is expanded. `None` for an unterminated quote.
-fn split_words(line: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut quote: Option<char> = None;
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.get_or_insert_default().push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                word.get_or_insert_default();
-            }
-            (None, c) if c.is_whitespace() => words.extend(word.take()),
-            (None, c) => word.get_or_insert_default().push(c),
-        }
-    }
-    if quote.is_some() {
-        return None;
-    }
-    words.extend(word);
-    Some(words)
 }
 
 /// A repository served by one `rclone serve restic --stdio` child.
@@ -472,26 +447,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn words_split_as_restic_splits_them() {
+    fn words_split_as_a_shell_splits_them() {
+        let command = RcloneCommand::new(
+            r#"rclone --config "/etc/my rclone.conf""#,
+            "serve restic  --stdio ''",
+        )
+        .expect("splits");
+        assert_eq!(command.program, "rclone");
         assert_eq!(
-            split_words("serve restic  --stdio --b2-hard-delete"),
-            Some(vec![
-                "serve".into(),
-                "restic".into(),
-                "--stdio".into(),
-                "--b2-hard-delete".into()
-            ])
+            command.args,
+            [
+                "--config",
+                "/etc/my rclone.conf",
+                "serve",
+                "restic",
+                "--stdio",
+                ""
+            ]
         );
-        assert_eq!(
-            split_words(r#"rclone --config "/etc/my rclone.conf" ''"#),
-            Some(vec![
-                "rclone".into(),
-                "--config".into(),
-                "/etc/my rclone.conf".into(),
-                String::new()
-            ])
-        );
-        assert_eq!(split_words("a 'b"), None);
+        let err = RcloneCommand::new("rclone", "serve 'secret")
+            .err()
+            .expect("unterminated");
+        assert!(!err.to_string().contains("secret"), "{err}");
     }
 
     #[test]

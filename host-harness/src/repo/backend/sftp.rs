@@ -246,54 +246,12 @@ fn clean_path(path: &str) -> String {
     }
 }
 
-/// Splits a command line into words as a shell does for simple quoting:
-/// blanks separate words, `'...'` is literal, `"..."` is literal except
-/// for `\"` and `\\`, and a backslash outside quotes takes the next
-/// character as is. Nothing is expanded. The error never quotes the line
-/// (it may hold a secret).
+/// Splits a command line into words as a POSIX shell does for quoting
+/// (`'...'`, `"..."`, `\`); nothing is expanded. The error never quotes
+/// the line (it may hold a secret).
 fn split_command(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => words.extend(word.take()),
-            '\'' => {
-                let current = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => current.push(c),
-                        None => return Err("a single quote is not closed".into()),
-                    }
-                }
-            }
-            '"' => {
-                let current = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\')) => current.push(c),
-                            Some(c) => {
-                                current.push('\\');
-                                current.push(c);
-                            }
-                            None => return Err("a double quote is not closed".into()),
-                        },
-                        Some(c) => current.push(c),
-                        None => return Err("a double quote is not closed".into()),
-                    }
-                }
-            }
-            '\\' => match chars.next() {
-                Some(c) => word.get_or_insert_with(String::new).push(c),
-                None => return Err("the command ends with a backslash".into()),
-            },
-            c => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    words.extend(word);
+    let words =
+        shlex::split(line).ok_or("a quote is not closed, or the command ends with a backslash")?;
     if words.is_empty() {
         return Err("the command is empty".into());
     }
