@@ -154,9 +154,8 @@ fn gcs_removes_exactly_the_stale_locks() {
 /// The same forged locks in two repositories of one bucket: about locks of
 /// which nothing is known, `lockwarden unlock` keeps exactly what `restic
 /// unlock` keeps (by age: 30 minutes).
-#[test]
-fn with_no_evidence_lockwarden_keeps_what_restic_unlock_keeps() {
-    let bucket = Store::S3.new_bucket();
+fn with_no_evidence_lockwarden_keeps_what_restic_unlock_keeps(store: Store) {
+    let bucket = store.new_bucket();
     let (ours, theirs) = (bucket.init_repo("ours"), bucket.init_repo("theirs"));
     let our_ids = parity::write_ages(&LockWriter::new(&ours));
     let their_ids = parity::write_ages(&LockWriter::new(&theirs));
@@ -167,6 +166,21 @@ fn with_no_evidence_lockwarden_keeps_what_restic_unlock_keeps() {
         &parity::kept(&ours, &our_ids),
         &parity::kept(&theirs, &their_ids),
     );
+}
+
+#[test]
+fn on_s3_lockwarden_keeps_what_restic_unlock_keeps() {
+    with_no_evidence_lockwarden_keeps_what_restic_unlock_keeps(Store::S3);
+}
+
+#[test]
+fn on_azure_lockwarden_keeps_what_restic_unlock_keeps() {
+    with_no_evidence_lockwarden_keeps_what_restic_unlock_keeps(Store::Azure);
+}
+
+#[test]
+fn on_gcs_lockwarden_keeps_what_restic_unlock_keeps() {
+    with_no_evidence_lockwarden_keeps_what_restic_unlock_keeps(Store::Gcs);
 }
 
 /// A bucket that does not exist, a repository that does not, refused
