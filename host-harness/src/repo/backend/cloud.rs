@@ -30,6 +30,27 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// else lies in the directory.
 const RAW_LISTING_ENTRIES: usize = 2 * limits::LISTING_ENTRIES;
 
+/// The most bytes of a credentials or token file read.
+pub const CREDENTIALS_FILE_LIMIT: u64 = 64 * 1024;
+
+/// Refuses a credentials or token file that a store's client will read on
+/// its own (`AWS_WEB_IDENTITY_TOKEN_FILE`, `AZURE_FEDERATED_TOKEN_FILE`,
+/// gcloud's application default credentials) unless it is a regular file
+/// of at most [`CREDENTIALS_FILE_LIMIT`] bytes: the clients read it with a
+/// plain blocking read, which a FIFO holds forever (no deadline can end it:
+/// the read blocks the thread that keeps the deadline) and a device such
+/// as `/dev/zero` never ends. `named` says which file it is.
+pub fn check_credentials_file(path: &std::path::Path, named: &str) -> Result<(), BackendError> {
+    crate::files::read_regular_file(path, CREDENTIALS_FILE_LIMIT)
+        .map(drop)
+        .map_err(|e| {
+            BackendError::Other(format!(
+                "cannot use {named} ({}): {e}",
+                crate::text::escape(&path.display().to_string())
+            ))
+        })
+}
+
 /// The HTTP settings every object-store client gets: each request (body
 /// included) ends within `timeout`, connections within 10 s of it.
 pub fn client_options(timeout: Duration) -> ClientOptions {
