@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lockwarden_tests::adversary::mkfifo;
+use lockwarden_tests::adversary::{all_output, mkfifo};
 use lockwarden_tests::guard::Guarded;
 use lockwarden_tests::restic::free_port;
 use lockwarden_tests::{Finished, lockwarden};
@@ -136,4 +136,24 @@ fn a_gcloud_credentials_fifo_does_not_hang_gs() {
         "the message names the file: {}",
         out.stderr
     );
+}
+
+/// A SAS URL in an rclone connection string (azureblob's `sas_url`) is a
+/// credential: it must not show in what lockwarden prints about the
+/// location.
+#[test]
+fn an_rclone_sas_url_is_never_printed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let secret = "sig=SASSIGNATURE0123456789";
+    let location = format!(
+        "rclone::azureblob,account=acct,sas_url='https://acct.blob.core.windows.net/c?sv=2022-11-02&{secret}':c/repo"
+    );
+    let mut command = check_at(dir.path(), &location, &[]);
+    // An rclone that cannot start: the message names the location.
+    command.env("LOCKWARDEN_RCLONE_PROGRAM", dir.path().join("no-rclone"));
+    let out = finishes_in_time(command, "rclone with a SAS URL");
+    assert_ne!(out.code, 0, "{out:?}");
+    let all = all_output(&out);
+    assert!(all.contains("rclone:"), "the location is named: {all}");
+    assert!(!all.contains("SASSIGNATURE"), "a secret was printed: {all}");
 }
