@@ -157,3 +157,23 @@ fn an_rclone_sas_url_is_never_printed() {
     assert!(all.contains("rclone:"), "the location is named: {all}");
     assert!(!all.contains("SASSIGNATURE"), "a secret was printed: {all}");
 }
+
+/// The remote is rclone's last argument: one that starts with `-` is an
+/// rclone option, and `--log-file=PATH` makes rclone write a file anywhere
+/// before it notices that the remote is missing.
+#[test]
+fn an_rclone_remote_that_is_an_option_writes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let written = dir.path().join("written-by-rclone");
+    let location = format!("rclone:--log-file={}", written.display());
+    let out = finishes_in_time(
+        check_at(dir.path(), &location, &[]),
+        "rclone with an option for a remote",
+    );
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(
+        !written.exists(),
+        "rclone wrote {} (the location was read as an option): {out:?}",
+        written.display()
+    );
+}
