@@ -72,12 +72,13 @@ impl S3Location {
         if bucket.is_empty() {
             return Err(invalid("the bucket name is missing (s3:host/bucket/path)"));
         }
-        let bad = |c: char| c.is_control() || c.is_whitespace();
-        if endpoint.chars().any(bad) || bucket.chars().any(bad) {
+        let bad = |c: char| c.is_control() || c.is_whitespace() || matches!(c, '#' | '?');
+        if endpoint.chars().any(bad) {
             return Err(invalid(
-                "the host or bucket holds a space or control character",
+                "the host holds a space, `#`, `?` or control character",
             ));
         }
+        cloud::check_bucket(bucket, "s3")?;
         Ok(S3Location {
             endpoint: endpoint.to_owned(),
             http,
@@ -283,6 +284,12 @@ mod tests {
             "s3:http://",
             "s3:http://key:secret@host/bucket",
             "s3:host/bu\u{1b}cket",
+            // On AWS the bucket becomes part of the host name: a `#` there
+            // sends the signed request (and the session token) to another
+            // host, here evil.example.
+            "s3:s3.amazonaws.com/evil.example#/repo",
+            "s3:http://minio:9000/b?x=/repo",
+            "s3:http://minio:9000#/b/repo",
         ] {
             let err = S3Location::parse(bad).expect_err(bad);
             assert!(!err.to_string().contains("secret"), "{err}");
