@@ -177,3 +177,40 @@ fn an_rclone_remote_that_is_an_option_writes_nothing() {
         written.display()
     );
 }
+
+/// On AWS the bucket becomes part of the host name. A `#` in it made the
+/// rest of the URL a fragment, so `s3:http://s3.amazonaws.com/HOST#/repo`
+/// sent every signed request, `x-amz-security-token` included, to HOST.
+#[test]
+fn a_bucket_name_cannot_send_the_credentials_to_another_host() {
+    use std::net::TcpListener;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let port = listener.local_addr().expect("address").port();
+    let token = "SESSION-TOKEN-MARKER-7f3a";
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "not-a-real-secret".to_owned()),
+        ("AWS_SESSION_TOKEN", token.to_owned()),
+    ];
+    let location = format!("s3:http://s3.amazonaws.com/127.0.0.1:{port}#/repo");
+    let out = finishes_in_time(check_at(dir.path(), &location, &env), "s3 with a # bucket");
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(!all_output(&out).contains(token), "{out:?}");
+    match listener.accept() {
+        Ok((mut stream, _)) => {
+            use std::io::Read as _;
+            stream
+                .set_read_timeout(Some(Duration::from_secs(2)))
+                .expect("timeout");
+            let mut request = vec![0u8; 8192];
+            let n = stream.read(&mut request).unwrap_or(0);
+            panic!(
+                "lockwarden connected to 127.0.0.1:{port}, which the location only pretended to name: {}",
+                String::from_utf8_lossy(&request[..n])
+            );
+        }
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}"),
+    }
+}
