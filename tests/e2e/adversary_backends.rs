@@ -214,3 +214,25 @@ fn a_bucket_name_cannot_send_the_credentials_to_another_host() {
         Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}"),
     }
 }
+
+/// An ssh command that closes its stdout and lives on: the SFTP handshake
+/// fails at once, then lockwarden waited for the child's last words as long
+/// again as --timeout (up to 5 s) after the deadline.
+#[test]
+fn an_ssh_that_closes_its_stdout_and_lingers_ends_within_the_timeout() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut command = check_at(dir.path(), "sftp:host:/repo", &[]);
+    command.env(
+        "LOCKWARDEN_SFTP_COMMAND",
+        "sh -c 'sleep 1.5; exec >&-; exec sleep 30'",
+    );
+    let started = Instant::now();
+    let out = finishes_in_time(command, "sftp with a lingering ssh");
+    let took = started.elapsed();
+    assert_ne!(out.code, 0, "{out:?}");
+    // --timeout 2s: ended by 2 s and the start of the binary, not 3.5 s.
+    assert!(
+        took < Duration::from_millis(3000),
+        "took {took:?} with --timeout {TIMEOUT}: {out:?}"
+    );
+}
