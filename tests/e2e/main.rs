@@ -8,6 +8,7 @@
 // Fails to compile if this target is moved to a package without the binary.
 const _: &str = env!("CARGO_BIN_EXE_lockwarden");
 
+mod adversary_backends;
 mod adversary_evidence;
 mod adversary_inputs;
 mod adversary_repo;

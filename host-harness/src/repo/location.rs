@@ -118,30 +118,95 @@ fn redact_password(text: &str) -> String {
 }
 
 /// `key=value` options (comma-separated, as in rclone connection strings)
-/// whose key names a secret get `***` for a value.
+/// whose key names a secret get `***` for a value. A value may be quoted
+/// as rclone quotes it (`key='a,b:c'`, `""` or `''` for a quote inside):
+/// the quoted value is hidden whole, its commas and colons included.
 fn redact_secret_options(text: &str) -> String {
-    const SECRET_KEYS: [&str; 5] = ["secret", "pass", "token", "key", "auth"];
     let mut out = String::with_capacity(text.len());
-    for (i, part) in text.split(',').enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        match part.split_once('=') {
-            Some((key, value))
-                if SECRET_KEYS
-                    .iter()
-                    .any(|s| key.to_ascii_lowercase().contains(s)) =>
-            {
-                // The value ends where the remote's path begins (`:`).
-                let rest = value.find(':').map_or("", |i| &value[i..]);
-                out.push_str(key);
-                out.push_str("=***");
-                out.push_str(rest);
+    let mut rest = text;
+    loop {
+        let end = option_end(rest);
+        let (option, after) = rest.split_at(end);
+        out.push_str(&redact_option(option));
+        match after.strip_prefix(',') {
+            Some(next) => {
+                out.push(',');
+                rest = next;
             }
-            _ => out.push_str(part),
+            None => return out,
         }
     }
-    out
+}
+
+/// Words in an option's key that make its value a secret: passwords,
+/// keys, tokens, an Azure SAS (`sas_url`), a GCS service account's key
+/// (`service_account_credentials`), a Storj access grant, an Azure
+/// connection string (which holds the account key).
+const SECRET_KEYS: [&str; 8] = [
+    "secret",
+    "pass",
+    "token",
+    "key",
+    "auth",
+    "sas",
+    "credential",
+    "grant",
+];
+
+/// Whether an option's key names a secret ([`SECRET_KEYS`], or an Azure
+/// `connection_string`).
+fn is_secret_key(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    SECRET_KEYS.iter().any(|s| lower.contains(s)) || lower.contains("connection_string")
+}
+
+/// `option` (`key=value`, or anything else) with its value hidden when the
+/// key names a secret; the value ends at the first `:` after it (where a
+/// remote's path begins), outside its quotes.
+fn redact_option(option: &str) -> String {
+    let Some((key, value)) = option.split_once('=') else {
+        return option.to_owned();
+    };
+    if !is_secret_key(key) {
+        return option.to_owned();
+    }
+    let unquoted_from = quoted_len(value).unwrap_or(0);
+    let rest = value[unquoted_from..]
+        .find(':')
+        .map_or("", |i| &value[unquoted_from + i..]);
+    format!("{key}=***{rest}")
+}
+
+/// Where the option that starts `text` ends: the first `,` after a secret
+/// option's quoted value (quotes hide commas only there, so that no quote
+/// elsewhere can hide a secret option that follows), else the first `,`,
+/// else the end.
+fn option_end(text: &str) -> usize {
+    let next_comma = |from: usize| text[from..].find(',').map_or(text.len(), |i| from + i);
+    match text.split_once('=') {
+        Some((key, value)) if !key.contains(',') && is_secret_key(key) => {
+            next_comma(key.len() + 1 + quoted_len(value).unwrap_or(0))
+        }
+        _ => next_comma(0),
+    }
+}
+
+/// The length of the quoted string (quotes included) that starts `value`,
+/// if it starts with `'` or `"` and the quote is closed (a doubled quote
+/// inside is a quote character).
+fn quoted_len(value: &str) -> Option<usize> {
+    let quote = value.chars().next().filter(|c| matches!(c, '\'' | '"'))?;
+    let mut chars = value.char_indices().skip(1).peekable();
+    while let Some((i, c)) = chars.next() {
+        if c == quote {
+            if chars.peek().is_some_and(|&(_, next)| next == quote) {
+                chars.next();
+                continue;
+            }
+            return Some(i + c.len_utf8());
+        }
+    }
+    None
 }
 
 pub(crate) fn percent_decode(text: &str) -> String {
@@ -242,5 +307,44 @@ mod tests {
         let slash = Location::parse("rest:http://user:pa/ss-MARKER@127.0.0.1:1/repo")
             .expect_err("an @ in the path");
         assert!(!slash.to_string().contains("MARKER"), "{slash}");
+    }
+
+    /// rclone connection strings hold credentials under other names than
+    /// `secret`/`pass`/`token`/`key`/`auth`, and quoted values whose commas
+    /// and colons are part of the secret.
+    #[test]
+    fn rclone_credentials_in_quotes_or_other_names_never_show() {
+        for (text, shown) in [
+            (
+                "rclone::azureblob,account=a,sas_url='https://a.blob.core.windows.net/c?sv=1&sig=S1':c/r",
+                "rclone::azureblob,account=a,sas_url=***:c/r",
+            ),
+            (
+                "rclone::gcs,service_account_credentials='{\"private_key\":\"S2\"}':b/r",
+                "rclone::gcs,service_account_credentials=***:b/r",
+            ),
+            (
+                "rclone::s3,secret_access_key='S3a,S3b:S3c',region=x:b/r",
+                "rclone::s3,secret_access_key=***,region=x:b/r",
+            ),
+            (
+                "rclone::sftp,user=o'neil,pass=\"S4\"\"S4\":r",
+                "rclone::sftp,user=o'neil,pass=***:r",
+            ),
+            (
+                "rclone::storj,access_grant=S5:b/r",
+                "rclone::storj,access_grant=***:b/r",
+            ),
+            (
+                "rclone::azurefiles,connection_string='AccountName=a;AccountKey=S6':s/r",
+                "rclone::azurefiles,connection_string=***:s/r",
+            ),
+            (
+                "rclone::s3,pass='unclosed,region=S7:b",
+                "rclone::s3,pass=***,region=S7:b",
+            ),
+        ] {
+            assert_eq!(redact_userinfo(text), shown, "{text}");
+        }
     }
 }

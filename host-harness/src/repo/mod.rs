@@ -152,8 +152,10 @@ pub struct Repository {
     /// The locks read so far, by id. A lock file's name is the hash of its
     /// contents, so a listed id that was read before need not be read
     /// again: a repository kept open (`watch`) costs one listing per check
-    /// plus one read per new lock. Ids no longer listed are forgotten.
-    read_before: std::sync::Mutex<std::collections::HashMap<String, Lock>>,
+    /// plus one read per new lock. Ids no longer listed are forgotten, and
+    /// so is a lock listed with another size or time than when it was read
+    /// (other bytes under its name: not restic's doing, read again).
+    read_before: std::sync::Mutex<std::collections::HashMap<String, ReadBefore>>,
 }
 
 impl std::fmt::Debug for Repository {
@@ -262,7 +264,7 @@ impl Repository {
         known.retain(|id, _| listed.contains(id.as_str()));
         let new: Vec<&FileInfo> = files
             .iter()
-            .filter(|f| !known.contains_key(&f.name))
+            .filter(|f| !known.get(&f.name).is_some_and(|k| k.listed_as(f)))
             .collect();
         let workers = self.capabilities().parallel_reads.max(1);
         let mut fresh = std::collections::HashMap::new();
@@ -277,13 +279,27 @@ impl Repository {
         for file in &files {
             match fresh.remove(file.name.as_str()) {
                 Some(Read::Lock(lock)) => {
-                    known.insert(lock.id.clone(), lock.clone());
+                    known.insert(
+                        lock.id.clone(),
+                        ReadBefore {
+                            lock: lock.clone(),
+                            size: file.size,
+                            modified: file.modified,
+                        },
+                    );
                     set.locks.push(lock);
                 }
                 // Not remembered: the next check tries again.
-                Some(Read::Unreadable(u)) => set.unreadable.push(u),
-                Some(Read::Vanished) => {}
-                None => set.locks.extend(known.get(&file.name).cloned()),
+                Some(Read::Unreadable(u)) => {
+                    known.remove(&file.name);
+                    set.unreadable.push(u);
+                }
+                Some(Read::Vanished) => {
+                    known.remove(&file.name);
+                }
+                None => set
+                    .locks
+                    .extend(known.get(&file.name).map(|k| k.lock.clone())),
             }
         }
         Ok(set)
@@ -346,6 +362,20 @@ impl Repository {
                 backend: self.backend.name(),
             })
         }
+    }
+}
+
+/// A lock read before, with the size and time its listing gave then.
+struct ReadBefore {
+    lock: Lock,
+    size: Option<u64>,
+    modified: Option<i64>,
+}
+
+impl ReadBefore {
+    /// Whether `file` is listed as it was when the lock was read.
+    fn listed_as(&self, file: &FileInfo) -> bool {
+        self.size == file.size && self.modified == file.modified
     }
 }
 

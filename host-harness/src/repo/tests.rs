@@ -143,6 +143,30 @@ fn a_repository_kept_open_reads_each_lock_once() {
     );
 }
 
+/// The lock cache: other bytes under a lock's name (restic never writes
+/// them: a name is the hash of its contents; a tool that overwrites, or an
+/// attacker, might) must be read, not judged by what was there before. Here
+/// a dead holder's lock is replaced by a live holder's lock; the cached
+/// lock would have the new file judged, and removed, as the dead one.
+#[test]
+fn a_lock_replaced_under_its_name_is_read_again() {
+    let (backend, key) = MemoryBackend::init(PASSWORD);
+    let backend = std::sync::Arc::new(backend);
+    let id = backend.put_lock(&key, &lock_json("gone-host", 10));
+    let repo = open(backend.clone()).expect("opens");
+    let first = repo.read_locks().expect("listed");
+    assert_eq!(first.locks[0].hostname, "gone-host");
+    let (_, other) = super::lockfile::seal(&key, lock_json("a-live-holder-host", 11).as_bytes());
+    backend.put(Kind::Lock, &id, other);
+    let second = repo.read_locks().expect("listed");
+    assert!(
+        second.locks.iter().all(|l| l.hostname != "gone-host"),
+        "the replaced lock was judged from the cache: {:?}",
+        second.locks
+    );
+    assert_eq!(second.unreadable.len(), 1, "its name is not its hash");
+}
+
 #[test]
 fn a_failed_read_makes_one_lock_unreadable_and_a_failed_listing_an_error() {
     let (backend, ids) = repository_with(&[10, 11]);

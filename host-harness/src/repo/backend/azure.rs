@@ -67,6 +67,9 @@ fn builder(container: &str, target: &Target<'_>) -> Result<MicrosoftAzureBuilder
     } else {
         for (variable, key) in WORKLOAD_VARIABLES {
             if let Some(value) = from_env(variable) {
+                if key == AzureConfigKey::FederatedTokenFile {
+                    cloud::check_credentials_file(std::path::Path::new(&value), variable)?;
+                }
                 builder = builder.with_config(key, value);
             }
         }

@@ -30,6 +30,27 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// else lies in the directory.
 const RAW_LISTING_ENTRIES: usize = 2 * limits::LISTING_ENTRIES;
 
+/// The most bytes of a credentials or token file read.
+pub const CREDENTIALS_FILE_LIMIT: u64 = 64 * 1024;
+
+/// Refuses a credentials or token file that a store's client will read on
+/// its own (`AWS_WEB_IDENTITY_TOKEN_FILE`, `AZURE_FEDERATED_TOKEN_FILE`,
+/// gcloud's application default credentials) unless it is a regular file
+/// of at most [`CREDENTIALS_FILE_LIMIT`] bytes: the clients read it with a
+/// plain blocking read, which a FIFO holds forever (no deadline can end it:
+/// the read blocks the thread that keeps the deadline) and a device such
+/// as `/dev/zero` never ends. `named` says which file it is.
+pub fn check_credentials_file(path: &std::path::Path, named: &str) -> Result<(), BackendError> {
+    crate::files::read_regular_file(path, CREDENTIALS_FILE_LIMIT)
+        .map(drop)
+        .map_err(|e| {
+            BackendError::Other(format!(
+                "cannot use {named} ({}): {e}",
+                crate::text::escape(&path.display().to_string())
+            ))
+        })
+}
+
 /// The HTTP settings every object-store client gets: each request (body
 /// included) ends within `timeout`, connections within 10 s of it.
 pub fn client_options(timeout: Duration) -> ClientOptions {
@@ -84,15 +105,23 @@ pub fn bucket_and_prefix(rest: &str, scheme: &str) -> Result<(String, String), L
     if bucket.is_empty() {
         return Err(invalid("the bucket name is missing"));
     }
-    if bucket
-        .chars()
-        .any(|c| c.is_control() || c.is_whitespace() || c == '/')
-    {
-        return Err(invalid(
-            "the bucket name holds a space, `/` or control character",
-        ));
-    }
+    check_bucket(bucket, scheme)?;
     Ok((bucket.to_owned(), clean_prefix(prefix)?))
+}
+
+/// Refuses a bucket (or container) name that is not one: only ASCII
+/// letters, digits, `.`, `-` and `_`, not `.` or `..`. The store clients put
+/// the name into URLs as it is, where a `#`, `?` or `%` would move the
+/// request elsewhere (on AWS, to another host, signed and with the session
+/// token).
+pub fn check_bucket(bucket: &str, scheme: &str) -> Result<(), LocationError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_');
+    if bucket.chars().all(allowed) && bucket != "." && bucket != ".." {
+        return Ok(());
+    }
+    Err(LocationError::Invalid(format!(
+        "{scheme}: a bucket name holds only letters, digits, `.`, `-` and `_`"
+    )))
 }
 
 /// The backend over a client the builder made (or why it could not).
@@ -391,6 +420,20 @@ mod tests {
         assert_eq!(clean_prefix("a/../b").expect("dot-dot"), "b");
         assert_eq!(clean_prefix("../../x").expect("above the root"), "x");
         assert!(clean_prefix("a/\u{1b}[31m").is_err());
+    }
+
+    #[test]
+    fn a_bucket_name_cannot_move_the_request_elsewhere() {
+        for bad in ["evil.example#", "b?x=", "b%2F..", "..", "b\\c", "b@h"] {
+            assert!(check_bucket(bad, "s3").is_err(), "{bad}");
+            assert!(
+                bucket_and_prefix(&format!("{bad}:/r"), "gs").is_err(),
+                "{bad}"
+            );
+        }
+        for good in ["restic", "my-bucket.example", "Legacy_Bucket"] {
+            assert!(check_bucket(good, "s3").is_ok(), "{good}");
+        }
     }
 
     #[test]

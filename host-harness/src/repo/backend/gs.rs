@@ -31,8 +31,9 @@ fn parse(location: &str) -> Result<(String, String), crate::repo::location::Loca
     cloud::bucket_and_prefix(rest, "gs")
 }
 
-/// The most bytes of a credentials file read to learn its type.
-const CREDENTIALS_FILE_LIMIT: u64 = 64 * 1024;
+/// Where gcloud keeps the application default credentials, under `$HOME`
+/// (the GCS client reads them when no credentials are given).
+const GCLOUD_CREDENTIALS: &str = ".config/gcloud/application_default_credentials.json";
 
 fn builder(bucket: &str, target: &Target<'_>) -> Result<GoogleCloudStorageBuilder, BackendError> {
     let from_env = |key: &str| target.variables.get(key);
@@ -55,6 +56,13 @@ fn builder(bucket: &str, target: &Target<'_>) -> Result<GoogleCloudStorageBuilde
                 cloud::client_options(target.timeout).with_allow_http(emulator),
             )
         };
+    } else if let Some(home) = std::env::var_os("HOME") {
+        // The client reads this file while it is built, outside any
+        // deadline, when it exists (as it tests it: links followed).
+        let gcloud = std::path::Path::new(&home).join(GCLOUD_CREDENTIALS);
+        if gcloud.exists() {
+            cloud::check_credentials_file(&gcloud, "gcloud's application default credentials")?;
+        }
     }
     Ok(builder)
 }
@@ -71,13 +79,14 @@ struct Credentials {
 
 /// The type and base URL of a credentials file.
 fn credentials_kind(file: &str) -> Result<Credentials, BackendError> {
-    let bytes = crate::files::read_regular_file(std::path::Path::new(file), CREDENTIALS_FILE_LIMIT)
-        .map_err(|e| {
-            BackendError::Other(format!(
-                "cannot read GOOGLE_APPLICATION_CREDENTIALS ({}): {e}",
-                crate::text::escape(file)
-            ))
-        })?;
+    let bytes =
+        crate::files::read_regular_file(std::path::Path::new(file), cloud::CREDENTIALS_FILE_LIMIT)
+            .map_err(|e| {
+                BackendError::Other(format!(
+                    "cannot read GOOGLE_APPLICATION_CREDENTIALS ({}): {e}",
+                    crate::text::escape(file)
+                ))
+            })?;
     serde_json::from_slice(&bytes).map_err(|_| {
         BackendError::Other(format!(
             "GOOGLE_APPLICATION_CREDENTIALS ({}) is not a JSON credentials file",

@@ -63,6 +63,13 @@ pub const SCHEME: Scheme = Scheme {
                 "`rclone:` needs a remote, as in rclone:remote:path".into(),
             ));
         }
+        // rclone would take it for one of its options (`--log-file=...`
+        // writes wherever it says, `--config=...` reads another file).
+        if remote.starts_with('-') {
+            return Err(LocationError::Invalid(
+                "the rclone remote starts with `-`, which rclone would take for an option".into(),
+            ));
+        }
         Ok(location.to_owned())
     },
     open: |target: &Target<'_>| {
@@ -506,6 +513,18 @@ mod tests {
             &[],
         );
         assert!(!requoted.contains("S3CRET"), "{requoted}");
+    }
+
+    #[test]
+    fn a_remote_rclone_would_take_for_an_option_is_refused() {
+        for bad in [
+            "rclone:--log-file=/tmp/x",
+            "rclone:-vv",
+            "rclone:--config=/x",
+        ] {
+            assert!((SCHEME.parse)(bad).is_err(), "{bad}");
+        }
+        assert!((SCHEME.parse)("rclone::local:/srv/-repo").is_ok());
     }
 
     #[test]

@@ -72,12 +72,13 @@ impl S3Location {
         if bucket.is_empty() {
             return Err(invalid("the bucket name is missing (s3:host/bucket/path)"));
         }
-        let bad = |c: char| c.is_control() || c.is_whitespace();
-        if endpoint.chars().any(bad) || bucket.chars().any(bad) {
+        let bad = |c: char| c.is_control() || c.is_whitespace() || matches!(c, '#' | '?');
+        if endpoint.chars().any(bad) {
             return Err(invalid(
-                "the host or bucket holds a space or control character",
+                "the host holds a space, `#`, `?` or control character",
             ));
         }
+        cloud::check_bucket(bucket, "s3")?;
         Ok(S3Location {
             endpoint: endpoint.to_owned(),
             http,
@@ -109,6 +110,11 @@ impl S3Location {
     /// The client, configured from restic's variables and the location.
     fn builder(&self, target: &Target<'_>) -> Result<AmazonS3Builder, BackendError> {
         let from_env = |key: &str| target.variables.get(key);
+        for variable in TOKEN_FILE_VARIABLES {
+            if let Some(file) = from_env(variable) {
+                cloud::check_credentials_file(std::path::Path::new(&file), variable)?;
+            }
+        }
         let mut builder = AmazonS3Builder::new();
         for (variable, key) in CREDENTIAL_VARIABLES {
             if let Some(value) = from_env(variable) {
@@ -181,8 +187,13 @@ const CREDENTIAL_VARIABLES: [(&str, AmazonS3ConfigKey); 10] = [
     ),
 ];
 
-/// The most bytes of a shared credentials file read.
-const CREDENTIALS_FILE_LIMIT: u64 = 64 * 1024;
+/// The variables of [`CREDENTIAL_VARIABLES`] that name a file the client
+/// reads itself, whenever it fetches credentials
+/// ([`cloud::check_credentials_file`]).
+const TOKEN_FILE_VARIABLES: [&str; 2] = [
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+];
 
 /// The access key, secret and session token of the profile `AWS_PROFILE`
 /// (or `default`) in the shared credentials file, if there is one.
@@ -196,7 +207,7 @@ fn shared_credentials(
             None => return Ok(None),
         },
     };
-    let bytes = match crate::files::read_regular_file(&file, CREDENTIALS_FILE_LIMIT) {
+    let bytes = match crate::files::read_regular_file(&file, cloud::CREDENTIALS_FILE_LIMIT) {
         Ok(bytes) => bytes,
         Err(crate::files::ReadError::NotFound) => return Ok(None),
         Err(e) => {
@@ -273,6 +284,12 @@ mod tests {
             "s3:http://",
             "s3:http://key:secret@host/bucket",
             "s3:host/bu\u{1b}cket",
+            // On AWS the bucket becomes part of the host name: a `#` there
+            // sends the signed request (and the session token) to another
+            // host, here evil.example.
+            "s3:s3.amazonaws.com/evil.example#/repo",
+            "s3:http://minio:9000/b?x=/repo",
+            "s3:http://minio:9000#/b/repo",
         ] {
             let err = S3Location::parse(bad).expect_err(bad);
             assert!(!err.to_string().contains("secret"), "{err}");

@@ -467,6 +467,7 @@ impl SftpBackend {
             ..russh_sftp::client::Config::default()
         };
         // The inner result is the handshake's; an outer error is the deadline.
+        let deadline = std::time::Instant::now() + target.timeout;
         let handshake = blocking::within(
             target.timeout,
             || format!("cannot reach {display}: starting the SFTP session"),
@@ -479,8 +480,11 @@ impl SftpBackend {
         let session = match handshake {
             Ok(Ok(session)) => session,
             Ok(Err(_)) => {
-                let stderr =
-                    connection.stderr_after_exit(target.timeout.min(Duration::from_secs(5)));
+                // ssh's last words, waited for within what is left of the
+                // deadline (a child that closed its stdout but lives on
+                // must not hold the open past --timeout).
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                let stderr = connection.stderr_after_exit(left.min(Duration::from_secs(5)));
                 return Err(refusal(&stderr, &display, &connection.program));
             }
             Err(late) => {
