@@ -61,6 +61,18 @@ fn builder(container: &str, target: &Target<'_>) -> Result<MicrosoftAzureBuilder
         builder = builder.with_endpoint(format!("https://{account}.blob.{suffix}"));
     }
     if let Some(key) = from_env("AZURE_ACCOUNT_KEY") {
+        // The client's own complaint about a bad key quotes a character of
+        // it: checked here, said without it.
+        use base64::Engine as _;
+        if base64::engine::general_purpose::STANDARD
+            .decode(&key)
+            .is_err()
+        {
+            return Err(BackendError::Other(format!(
+                "cannot use {}: AZURE_ACCOUNT_KEY is not a base64 account key",
+                target.shown
+            )));
+        }
         builder = builder.with_access_key(key);
     } else if let Some(sas) = from_env("AZURE_ACCOUNT_SAS") {
         builder = builder.with_config(AzureConfigKey::SasKey, sas.trim_start_matches('?'));

@@ -80,6 +80,12 @@ impl Variables {
         }
     }
 
+    /// Whether names are read behind a prefix (then no default that is not
+    /// the repository's own, such as `~/.aws/credentials`, applies).
+    pub fn is_prefixed(&self) -> bool {
+        !self.prefix.is_empty()
+    }
+
     /// The value of `name` (behind the prefix), when set and not empty.
     pub fn get(&self, name: &str) -> Option<String> {
         std::env::var(format!("{}{name}", self.prefix))

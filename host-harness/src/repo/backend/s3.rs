@@ -202,6 +202,8 @@ fn shared_credentials(
 ) -> Result<Option<(String, String, Option<String>)>, BackendError> {
     let file = match variables.get("AWS_SHARED_CREDENTIALS_FILE") {
         Some(file) => PathBuf::from(file),
+        // A prefixed repository names its own file, or has none.
+        None if variables.is_prefixed() => return Ok(None),
         None => match std::env::var_os("HOME") {
             Some(home) => PathBuf::from(home).join(".aws/credentials"),
             None => return Ok(None),
