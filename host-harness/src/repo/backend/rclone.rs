@@ -472,9 +472,7 @@ mod tests {
                 ""
             ]
         );
-        let err = RcloneCommand::new("rclone", "serve 'secret")
-            .err()
-            .expect("unterminated");
+        let err = RcloneCommand::new("rclone", "serve 'secret").expect_err("unterminated");
         assert!(!err.to_string().contains("secret"), "{err}");
     }
 
