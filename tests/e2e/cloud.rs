@@ -27,10 +27,6 @@ fn backend_name(store: Store) -> &'static str {
     }
 }
 
-fn warden(repo: &TestRepo, command: &str, extra: &[&str]) -> Finished {
-    finish(repo.lockwarden(command).args(extra))
-}
-
 /// No credential of `store` appears in anything lockwarden printed.
 fn assert_no_secret(store: Store, out: &Finished) {
     let all = all_output(out);
@@ -55,7 +51,7 @@ fn at(repo: &TestRepo, location: &str, command: &str, extra: &[&str]) -> Finishe
 }
 
 fn check_json(store: Store, repo: &TestRepo) -> (i32, Value) {
-    let out = warden(repo, "check", &["--json"]);
+    let out = repo.warden("check", &["--json"]);
     assert_no_secret(store, &out);
     let doc = serde_json::from_str(&out.stdout)
         .unwrap_or_else(|e| panic!("{store}: check --json: {e}: {out:?}"));
@@ -112,7 +108,7 @@ fn the_reference_scenario(store: Store) {
     );
     assert_eq!(verdict(&doc, &young).0, "keep", "{store}");
 
-    let out = warden(&repo, "unlock", &[]);
+    let out = repo.warden("unlock", &[]);
     assert_no_secret(store, &out);
     assert_eq!(out.code, 0, "{store}: {out:?}");
     assert!(
@@ -159,13 +155,8 @@ fn with_no_evidence_lockwarden_keeps_what_restic_unlock_keeps(store: Store) {
     let (ours, theirs) = (bucket.init_repo("ours"), bucket.init_repo("theirs"));
     let our_ids = parity::write_ages(&LockWriter::new(&ours));
     let their_ids = parity::write_ages(&LockWriter::new(&theirs));
-    assert_eq!(warden(&ours, "unlock", &[]).code, 0);
-    let restic = theirs.restic(&["unlock"]);
-    assert_eq!(restic.code, 0, "{restic:?}");
-    parity::assert_same_kept(
-        &parity::kept(&ours, &our_ids),
-        &parity::kept(&theirs, &their_ids),
-    );
+    assert_eq!(ours.warden("unlock", &[]).code, 0);
+    parity::restic_unlock_keeps_the_same(&ours, &our_ids, &theirs, &their_ids);
 }
 
 #[test]

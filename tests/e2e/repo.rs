@@ -7,22 +7,10 @@ use std::process::Command;
 use lockwarden_tests::adversary::{entry, ids, problem, this_hostname};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, REST_PASS, RestServer, TestRepo, free_port};
-use lockwarden_tests::{Finished, finish, lockwarden, parity};
+use lockwarden_tests::{finish, lockwarden, parity};
 use serde_json::Value;
 
 const MINUTE: i64 = 60;
-
-/// Runs `lockwarden <command> -r <repo> -p <password file> <extra>`.
-fn warden(repo: &TestRepo, command: &str, extra: &[&str]) -> Finished {
-    finish(repo.lockwarden(command).args(extra))
-}
-
-fn check_json(repo: &TestRepo) -> (i32, Value) {
-    let out = warden(repo, "check", &["--json"]);
-    let doc =
-        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("check --json: {e}: {out:?}"));
-    (out.code, doc)
-}
 
 /// (action, rule, reason) of lock `id` in a check document.
 fn verdict(doc: &Value, id: &str) -> (String, String, String) {
@@ -65,7 +53,7 @@ fn a_killed_holder_is_removed_and_a_live_one_kept() {
     let live = Holder::start(&repo);
     let dead = Holder::start(&repo).kill();
 
-    let (code, doc) = check_json(&repo);
+    let (code, doc) = repo.check_json();
     assert_eq!(
         code, 3,
         "check exits 3 when something would be removed: {doc:#}"
@@ -90,7 +78,7 @@ fn a_killed_holder_is_removed_and_a_live_one_kept() {
     assert_eq!(doc["repository"]["backend"], "local");
     assert_eq!(doc["summary"]["remove"], 1);
 
-    let out = warden(&repo, "unlock", &[]);
+    let out = repo.warden("unlock", &[]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
         out.stdout.contains(&format!("removed {}", &dead[..8])),
@@ -132,7 +120,7 @@ fn locks_from_other_hosts_are_judged_by_age() {
         ..LockSpec::default()
     });
 
-    let (code, doc) = check_json(&repo);
+    let (code, doc) = repo.check_json();
     assert_eq!(code, 3);
     let rule = |id: &str| {
         let (a, r, _) = verdict(&doc, id);
@@ -148,7 +136,7 @@ fn locks_from_other_hosts_are_judged_by_age() {
         "evidence detail is in the reason: {reason}"
     );
 
-    assert_eq!(warden(&repo, "unlock", &[]).code, 0);
+    assert_eq!(repo.warden("unlock", &[]).code, 0);
     assert_eq!(repo.lock_ids(), ids(&[&restic_young, &young, &future]));
     clear_locks(&repo);
     repo.assert_usable();
@@ -169,7 +157,7 @@ fn a_reused_pid_does_not_keep_a_lock_alive() {
         pid: i64::from(sleeper.id()),
         ..LockSpec::default()
     });
-    let (_, doc) = check_json(&repo);
+    let (_, doc) = repo.check_json();
     let (action, rule, reason) = verdict(&doc, &id);
     assert_eq!(
         (action.as_str(), rule.as_str()),
@@ -177,7 +165,7 @@ fn a_reused_pid_does_not_keep_a_lock_alive() {
         "{reason}"
     );
     assert!(reason.contains("pid reused"), "{reason}");
-    assert_eq!(warden(&repo, "unlock", &[]).code, 0);
+    assert_eq!(repo.warden("unlock", &[]).code, 0);
     assert!(repo.lock_ids().is_empty());
     assert!(
         sleeper.try_wait().expect("poll").is_none(),
@@ -240,7 +228,7 @@ fn unreadable_lock_files_are_reported_and_never_removed() {
     let repo = TestRepo::init_local();
     let files = Unreadable::write(&repo);
 
-    let (code, doc) = check_json(&repo);
+    let (code, doc) = repo.check_json();
     assert_eq!(code, 0, "nothing to remove: {doc:#}");
     let kept_unreadable = |id: &str| {
         let (action, rule, _) = verdict(&doc, id);
@@ -262,10 +250,10 @@ fn unreadable_lock_files_are_reported_and_never_removed() {
     }
 
     let before = repo.lock_ids();
-    let out = warden(&repo, "unlock", &[]);
+    let out = repo.warden("unlock", &[]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(repo.lock_ids(), before, "unreadable files stay");
-    let text = warden(&repo, "check", &[]);
+    let text = repo.warden("check", &[]);
     assert!(
         text.stdout
             .contains("unreadable 0e0e0e0e (0 bytes): empty file"),
@@ -378,13 +366,8 @@ fn with_no_evidence_lockwarden_removes_what_restic_unlock_removes() {
         TestRepo::at(to.display().to_string(), to)
     };
     let (ours, theirs) = (copy("for-lockwarden"), copy("for-restic"));
-    assert_eq!(warden(&ours, "unlock", &[]).code, 0);
-    let restic = theirs.restic(&["unlock"]);
-    assert_eq!(restic.code, 0, "{restic:?}");
-    parity::assert_same_kept(
-        &parity::kept(&ours, &forged),
-        &parity::kept(&theirs, &forged),
-    );
+    assert_eq!(ours.warden("unlock", &[]).code, 0);
+    parity::restic_unlock_keeps_the_same(&ours, &forged, &theirs, &forged);
     assert!(ours.lock_ids().contains(&restic_lock) && theirs.lock_ids().contains(&restic_lock));
     clear_locks(&ours);
     ours.assert_usable();
@@ -406,7 +389,7 @@ fn the_same_repository_over_rest() {
         ..LockSpec::default()
     });
 
-    let (code, doc) = check_json(&repo);
+    let (code, doc) = repo.check_json();
     assert_eq!(code, 3, "{doc:#}");
     assert_eq!(doc["repository"]["backend"], "rest");
     assert_eq!(verdict(&doc, &dead).1, "process-dead");
@@ -418,7 +401,7 @@ fn the_same_repository_over_rest() {
         "{shown}"
     );
 
-    let out = warden(&repo, "unlock", &[]);
+    let out = repo.warden("unlock", &[]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(!out.stdout.contains(REST_PASS) && !out.stderr.contains(REST_PASS));
     assert_eq!(repo.lock_ids(), ids(&[&live.lock_id]));
@@ -433,7 +416,7 @@ fn an_unreachable_server_is_an_error_that_names_it() {
         format!("rest:http://user:hunter2@127.0.0.1:{}/repo", free_port()),
         dir.path().join("none"),
     );
-    let out = warden(&repo, "unlock", &[]);
+    let out = repo.warden("unlock", &[]);
     assert_eq!(out.code, 14, "unreachable has its own exit code: {out:?}");
     assert!(
         out.stderr
@@ -461,14 +444,14 @@ fn other_backends_are_read_through_restic_and_unlock_refuses_there() {
             pid: 3,
             ..LockSpec::default()
         });
-    let (code, doc) = check_json(&repo);
+    let (code, doc) = repo.check_json();
     assert_eq!(code, 3, "{doc:#}");
     assert_eq!(doc["repository"]["backend"], "swift");
     assert_eq!(verdict(&doc, &stale).1, "expired");
-    let out = warden(&repo, "unlock", &[]);
+    let out = repo.warden("unlock", &[]);
     out.assert_exit(1, "cannot remove a lock there by id");
     assert!(repo.lock_ids().contains(&stale), "nothing removed");
-    let dry = warden(&repo, "unlock", &["--dry-run"]);
+    let dry = repo.warden("unlock", &["--dry-run"]);
     assert_eq!(dry.code, 0, "{dry:?}");
     assert!(
         dry.stdout

@@ -17,17 +17,6 @@ const MINUTE: i64 = 60;
 /// A password in the URL: restic ignores it, lockwarden must never show it.
 const SECRET: &str = "hunter2-sftp-secret";
 
-fn warden(repo: &TestRepo, command: &str, extra: &[&str]) -> Finished {
-    finish(repo.lockwarden(command).args(extra))
-}
-
-fn check_json(repo: &TestRepo) -> (i32, Value) {
-    let out = warden(repo, "check", &["--json"]);
-    let doc =
-        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("check --json: {e}: {out:?}"));
-    (out.code, doc)
-}
-
 fn rule(doc: &Value, id: &str) -> String {
     entry(doc, id)["rule"]
         .as_str()
@@ -68,7 +57,7 @@ fn a_killed_holder_and_an_old_lock_are_removed_over_sftp_and_live_ones_kept() {
         ..LockSpec::default()
     });
 
-    let out = warden(&repo, "check", &["--json"]);
+    let out = repo.warden("check", &["--json"]);
     assert_no_secret(&out);
     let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
     assert_eq!(out.code, 3, "{doc:#}");
@@ -80,7 +69,7 @@ fn a_killed_holder_and_an_old_lock_are_removed_over_sftp_and_live_ones_kept() {
     let shown = doc["repository"]["location"].as_str().expect("location");
     assert!(shown.contains(":***@127.0.0.1"), "{shown}");
 
-    let out = warden(&repo, "unlock", &[]);
+    let out = repo.warden("unlock", &[]);
     assert_no_secret(&out);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
@@ -96,7 +85,7 @@ fn a_killed_holder_and_an_old_lock_are_removed_over_sftp_and_live_ones_kept() {
     );
     aliased.env = server.env();
     std::fs::copy(repo.password_file(), aliased.password_file()).expect("password file");
-    let (code, doc) = check_json(&aliased);
+    let (code, doc) = aliased.check_json();
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(rule(&doc, &young), "fresh");
 
@@ -169,14 +158,9 @@ fn with_no_evidence_lockwarden_over_sftp_removes_what_restic_unlock_removes() {
     let mut theirs = TestRepo::at(server.url(&theirs_path, None), theirs_path);
     theirs.env = server.env();
 
-    let out = warden(&ours, "unlock", &[]);
+    let out = ours.warden("unlock", &[]);
     assert_eq!(out.code, 0, "{out:?}");
-    let restic = theirs.restic(&["unlock"]);
-    assert_eq!(restic.code, 0, "{restic:?}");
-    parity::assert_same_kept(
-        &parity::kept(&ours, &forged),
-        &parity::kept(&theirs, &forged),
-    );
+    parity::restic_unlock_keeps_the_same(&ours, &forged, &theirs, &forged);
     assert!(ours.lock_ids().contains(&restic_lock) && theirs.lock_ids().contains(&restic_lock));
 }
 
@@ -196,7 +180,7 @@ fn connection_failures_exit_with_their_own_codes_and_show_no_secret() {
         server.user,
         free_port()
     ));
-    let out = warden(&nobody, "unlock", &[]);
+    let out = nobody.warden("unlock", &[]);
     assert_no_secret(&out);
     out.assert_exit(
         14,
@@ -204,7 +188,7 @@ fn connection_failures_exit_with_their_own_codes_and_show_no_secret() {
     );
 
     let missing = at(server.url(&server.root.join("missing"), Some(SECRET)));
-    let out = warden(&missing, "unlock", &[]);
+    let out = missing.warden("unlock", &[]);
     assert_no_secret(&out);
     out.assert_exit(10, "no restic repository at sftp://");
 
@@ -222,7 +206,7 @@ fn connection_failures_exit_with_their_own_codes_and_show_no_secret() {
         "sftp:-oProxyCommand=touch {}:repo",
         repo.dir.path().join("pwned").display()
     ));
-    let out = warden(&hostile, "check", &[]);
+    let out = hostile.warden("check", &[]);
     out.assert_exit(2, "would take for an option");
     assert!(!repo.dir.path().join("pwned").exists());
     assert!(

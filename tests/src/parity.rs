@@ -50,3 +50,17 @@ pub fn assert_same_kept(ours: &BTreeSet<usize>, theirs: &BTreeSet<usize>) {
         "both kept some and removed some: {ours:?}"
     );
 }
+
+/// After lockwarden unlocked `ours`: runs `restic unlock` on `theirs` and
+/// asserts, as [`assert_same_kept`], that both kept the same forged locks
+/// (`our_ids` and `their_ids`, written by [`write_ages`] in each).
+pub fn restic_unlock_keeps_the_same(
+    ours: &TestRepo,
+    our_ids: &[String],
+    theirs: &TestRepo,
+    their_ids: &[String],
+) {
+    let restic = theirs.restic(&["unlock"]);
+    assert_eq!(restic.code, 0, "{restic:?}");
+    assert_same_kept(&kept(ours, our_ids), &kept(theirs, their_ids));
+}

@@ -109,6 +109,20 @@ impl TestRepo {
         command
     }
 
+    /// Runs `lockwarden <command> -r <repo> -p <password file> <extra>` to
+    /// completion.
+    pub fn warden(&self, command: &str, extra: &[&str]) -> Finished {
+        finish(self.lockwarden(command).args(extra))
+    }
+
+    /// `lockwarden check --json`: its exit code and its document.
+    pub fn check_json(&self) -> (i32, serde_json::Value) {
+        let out = self.warden("check", &["--json"]);
+        let doc = serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("check --json: {e}: {out:?}"));
+        (out.code, doc)
+    }
+
     /// Runs restic with `args` to completion.
     pub fn restic(&self, args: &[&str]) -> Finished {
         finish(self.restic_command().args(args))
