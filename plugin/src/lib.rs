@@ -1,11 +1,11 @@
-//! lockwarden's default stale-lock policy.
+//! lockwarden's default stale-lock policy, as a component of contract 0.2.0.
 //!
-//! This file is glue only: the WIT bindings, the export, and the adapter that
-//! serves the rules' [`rules::Facts`] from the host's imports. The decisions are
-//! plain functions in [`rules`], tested natively.
+//! This file is glue only: the WIT bindings, the export, and the conversions
+//! between the contract's records and the rules' own types. The decisions are
+//! plain functions in [`rules`] (crate `lockwarden-policy-rules`), tested
+//! natively.
 
-pub use lockwarden_duration as duration;
-pub mod rules;
+pub use lockwarden_policy_rules as rules;
 
 /// Bindings generated from `wit/`, the one contract.
 #[allow(missing_docs, unsafe_code)]
@@ -17,9 +17,7 @@ pub mod bindings {
 }
 
 use bindings::exports::lockwarden::policy::policy::Guest;
-use bindings::lockwarden::policy::types::{
-    EvaluateRequest, Liveness, PolicyError, PolicyInfo, Verdict,
-};
+use bindings::lockwarden::policy::types as wit;
 use bindings::lockwarden::policy::{clock, liveness, log};
 
 /// The contract version this policy was built against: the WIT package version.
@@ -34,31 +32,105 @@ impl rules::Facts for HostFacts {
     fn local_hostname(&self) -> Option<String> {
         liveness::local_hostname()
     }
-    fn process(&self, hostname: &str, pid: i64, since: i64) -> Liveness {
-        liveness::process(hostname, pid, since)
-    }
-    fn host(&self, hostname: &str, since: i64) -> Liveness {
-        liveness::host(hostname, since)
+    fn ask(&self, questions: Vec<rules::Question>) -> Vec<rules::Liveness> {
+        let questions: Vec<wit::Question> = questions.into_iter().map(question).collect();
+        liveness::ask(&questions)
+            .into_iter()
+            .map(|answer| match answer {
+                wit::Liveness::Alive(d) => rules::Liveness::Alive(d),
+                wit::Liveness::Dead(d) => rules::Liveness::Dead(d),
+                wit::Liveness::Unknown(d) => rules::Liveness::Unknown(d),
+            })
+            .collect()
     }
     fn warn(&self, message: &str) {
         log::log(log::Level::Warn, message);
     }
 }
 
+fn question(q: rules::Question) -> wit::Question {
+    match q {
+        rules::Question::Process {
+            hostname,
+            pid,
+            since,
+        } => wit::Question::Process(wit::ProcessQuestion {
+            hostname,
+            pid,
+            since,
+        }),
+        rules::Question::Host { hostname, since } => {
+            wit::Question::Host(wit::HostQuestion { hostname, since })
+        }
+    }
+}
+
+fn lock(l: wit::Lock) -> rules::Lock {
+    rules::Lock {
+        id: l.id,
+        time: l.time,
+        exclusive: l.exclusive,
+        hostname: l.hostname,
+        username: l.username,
+        pid: l.pid,
+        first_seen: l.first_seen,
+        stored_at: l.stored_at,
+    }
+}
+
+fn unreadable(u: wit::UnreadableLock) -> rules::Unreadable {
+    rules::Unreadable {
+        id: u.id,
+        size: u.size,
+        problem: u.problem,
+        stored_at: u.stored_at,
+        first_seen: u.first_seen,
+    }
+}
+
+fn verdict(v: rules::Verdict) -> wit::Verdict {
+    wit::Verdict {
+        action: match v.action {
+            rules::Action::Keep => wit::Action::Keep,
+            rules::Action::Remove => wit::Action::Remove,
+        },
+        rule: v.rule.into(),
+        reason: v.reason,
+    }
+}
+
 impl Guest for DefaultPolicy {
-    fn info() -> PolicyInfo {
-        rules::info()
+    fn info() -> wit::PolicyInfo {
+        let info = rules::info();
+        wit::PolicyInfo {
+            name: info.name,
+            version: info.version,
+            contract_version: CONTRACT_VERSION.into(),
+            description: info.description,
+            settings: info
+                .settings
+                .into_iter()
+                .map(|s| wit::SettingInfo {
+                    name: s.name,
+                    default_value: s.default_value,
+                    help: s.help,
+                })
+                .collect(),
+        }
     }
 
-    fn evaluate(request: EvaluateRequest) -> Result<Vec<Verdict>, PolicyError> {
-        let settings = rules::Settings::parse(&request.settings)?;
-        Ok(rules::evaluate(
-            clock::now(),
-            &HostFacts,
-            &settings,
-            &request.locks,
-            &request.unreadable,
-        ))
+    fn evaluate(request: wit::EvaluateRequest) -> Result<wit::Verdicts, wit::PolicyError> {
+        let settings = rules::Settings::parse(&request.settings).map_err(
+            |rules::PolicyError::InvalidSetting(m)| wit::PolicyError::InvalidSetting(m),
+        )?;
+        let locks: Vec<rules::Lock> = request.locks.into_iter().map(lock).collect();
+        let files: Vec<rules::Unreadable> =
+            request.unreadable.into_iter().map(unreadable).collect();
+        let verdicts = rules::evaluate(clock::now(), &HostFacts, &settings, &locks, &files);
+        Ok(wit::Verdicts {
+            locks: verdicts.locks.into_iter().map(verdict).collect(),
+            unreadable: verdicts.unreadable.into_iter().map(verdict).collect(),
+        })
     }
 }
 
