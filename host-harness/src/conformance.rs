@@ -25,7 +25,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::contract::PolicyError;
+use crate::contract::{EvaluateRequest, PolicyError};
 use crate::request::Prepared;
 use crate::runtime::{Outcome, PluginError, Policy, Runtime};
 
@@ -145,7 +145,7 @@ impl Case {
             Arc::new(prepared.evidence),
             &prepared.request,
         );
-        observed_json(result).map_err(|e| format!("case {}: {e}", self.name))
+        observed_json(&prepared.request, result).map_err(|e| format!("case {}: {e}", self.name))
     }
 
     /// Compares what a host observed with what the case expects; one line per
@@ -159,10 +159,13 @@ impl Case {
 /// `{"verdicts": [{"id", "action", "rule", "reason"}], "logs": [{"level",
 /// "message"}]}`, or `{"error": {"kind", "message"}}` when the policy refused
 /// the request. Failures of the plugin itself (traps, limits) are errors.
-pub fn observed_json(result: Result<Outcome, PluginError>) -> Result<Value, PluginError> {
+pub fn observed_json(
+    request: &EvaluateRequest,
+    result: Result<Outcome, PluginError>,
+) -> Result<Value, PluginError> {
     match result {
         Ok(outcome) => Ok(json!({
-            "verdicts": outcome.verdicts.all().map(|(_, v)| crate::report::verdict_json(v)).collect::<Vec<_>>(),
+            "verdicts": crate::report::verdicts_json(request, &outcome.verdicts),
             "logs": outcome.logs.iter().map(|l| json!({
                 "level": l.level.name(),
                 "message": l.message,

@@ -9,6 +9,7 @@
 
 pub mod command;
 pub mod conformance;
+pub mod contract;
 #[cfg(test)]
 mod decoders_proptest;
 pub mod error;
@@ -28,60 +29,3 @@ pub mod time;
 pub mod warden;
 pub mod watch;
 mod xdg;
-
-/// Bindings generated from `wit/`, the one contract shared with policies.
-#[allow(missing_docs)]
-pub mod contract {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "stale-lock-policy",
-        additional_derives: [PartialEq, Eq],
-    });
-
-    pub use self::lockwarden::policy::types::{
-        Action, EvaluateRequest, Liveness, Lock, PolicyError, PolicyInfo, Repository, SettingInfo,
-        UnreadableLock, Verdict,
-    };
-
-    /// The contract version this host implements: the WIT package version.
-    pub const VERSION: &str = lockwarden_wit::VERSION;
-
-    impl Action {
-        /// `keep` or `remove`, as the contract spells it.
-        pub fn name(self) -> &'static str {
-            match self {
-                Action::Keep => "keep",
-                Action::Remove => "remove",
-            }
-        }
-    }
-
-    impl self::lockwarden::policy::log::Level {
-        /// `debug`, `info`, `warn` or `error`, as the contract spells it.
-        pub fn name(self) -> &'static str {
-            use self::lockwarden::policy::log::Level;
-            match self {
-                Level::Debug => "debug",
-                Level::Info => "info",
-                Level::Warn => "warn",
-                Level::Error => "error",
-            }
-        }
-    }
-
-    /// A lock with this id and placeholder fields, for unit tests.
-    #[cfg(test)]
-    pub(crate) fn test_lock(id: &str) -> Lock {
-        Lock {
-            id: id.into(),
-            time: 0,
-            exclusive: false,
-            hostname: "h".into(),
-            username: "u".into(),
-            pid: 1,
-            uid: 0,
-            gid: 0,
-            first_seen: None,
-        }
-    }
-}

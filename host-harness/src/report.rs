@@ -3,15 +3,30 @@
 
 use serde_json::{Value, json};
 
-use crate::contract::Verdict;
+use crate::contract::{EvaluateRequest, PolicyVerdicts, Verdict};
 use crate::repo::backend::Removal;
 use crate::runtime::{Policy, Subject};
 use crate::time::format_rfc3339;
 use crate::warden::Report;
 
-/// One verdict: `{"id", "action", "rule", "reason"}`.
-pub fn verdict_json(v: &Verdict) -> Value {
-    json!({"id": v.id, "action": v.action.name(), "rule": v.rule, "reason": v.reason})
+/// One verdict on input `id`: `{"id", "action", "rule", "reason"}`.
+pub fn verdict_json(id: &str, v: &Verdict) -> Value {
+    json!({"id": id, "action": v.action.name(), "rule": v.rule, "reason": v.reason})
+}
+
+/// Every verdict on `request`, in its order (locks, then unreadable files),
+/// each as [`verdict_json`].
+pub fn verdicts_json(request: &EvaluateRequest, verdicts: &PolicyVerdicts) -> Vec<Value> {
+    let locks = request.locks.iter().map(|l| &l.id).zip(&verdicts.locks);
+    let files = request
+        .unreadable
+        .iter()
+        .map(|u| &u.id)
+        .zip(&verdicts.unreadable);
+    locks
+        .chain(files)
+        .map(|(id, v)| verdict_json(id, v))
+        .collect()
 }
 
 /// The policy's identity: name, version, contract version, source.
@@ -39,10 +54,19 @@ fn entry_json(now: i64, subject: Subject<'_>, verdict: &Verdict) -> Value {
             "uid": l.uid,
             "gid": l.gid,
             "first_seen": l.first_seen.map(format_rfc3339),
+            "stored_at": l.stored_at.map(format_rfc3339),
         }),
-        Subject::Unreadable(u) => json!({"id": u.id, "size": u.size, "problem": u.problem}),
+        Subject::Unreadable(u) => json!({
+            "id": u.id,
+            "size": u.size,
+            "problem": u.problem,
+            "stored_at": u.stored_at.map(format_rfc3339),
+            "first_seen": u.first_seen.map(format_rfc3339),
+        }),
     };
-    if let (Some(doc), Value::Object(fields)) = (doc.as_object_mut(), verdict_json(verdict)) {
+    if let (Some(doc), Value::Object(fields)) =
+        (doc.as_object_mut(), verdict_json(subject.id(), verdict))
+    {
         doc.extend(fields.into_iter().filter(|(k, _)| k != "id"));
     }
     doc

@@ -81,6 +81,9 @@ pub struct RecordedLock {
     /// When the host first saw it (RFC 3339), if known.
     #[serde(default)]
     pub first_seen: Option<String>,
+    /// When the storage last modified it (RFC 3339), if known.
+    #[serde(default)]
+    pub stored_at: Option<String>,
     /// Answer to `liveness.process` for this lock.
     #[serde(default)]
     pub process: RecordedLiveness,
@@ -99,6 +102,22 @@ pub struct RecordedUnreadable {
     pub size: u64,
     /// What is wrong with it.
     pub problem: String,
+    /// When the storage last modified it (RFC 3339), if known.
+    #[serde(default)]
+    pub stored_at: Option<String>,
+    /// When the host first saw it (RFC 3339), if known.
+    #[serde(default)]
+    pub first_seen: Option<String>,
+}
+
+/// An optional RFC 3339 time of a request; the error names `field`.
+fn optional_time(
+    text: Option<&str>,
+    field: impl FnOnce() -> String,
+) -> Result<Option<i64>, String> {
+    text.map(parse_rfc3339)
+        .transpose()
+        .map_err(|e| format!("{}: {e}", field()))
 }
 
 /// A liveness answer: `"alive"`, `"dead"`, `"unknown"`, or
@@ -186,12 +205,10 @@ impl RecordedRequest {
         let mut locks = Vec::with_capacity(self.locks.len());
         for (i, l) in self.locks.into_iter().enumerate() {
             let time = parse_rfc3339(&l.time).map_err(|e| format!("locks[{i}].time: {e}"))?;
-            let first_seen = l
-                .first_seen
-                .as_deref()
-                .map(parse_rfc3339)
-                .transpose()
-                .map_err(|e| format!("locks[{i}].first_seen: {e}"))?;
+            let first_seen =
+                optional_time(l.first_seen.as_deref(), || format!("locks[{i}].first_seen"))?;
+            let stored_at =
+                optional_time(l.stored_at.as_deref(), || format!("locks[{i}].stored_at"))?;
             evidence.insert(
                 &l.hostname,
                 l.pid,
@@ -209,6 +226,18 @@ impl RecordedRequest {
                 uid: l.uid,
                 gid: l.gid,
                 first_seen,
+                stored_at,
+            });
+        }
+        let mut unreadable = Vec::with_capacity(self.unreadable.len());
+        for (i, u) in self.unreadable.into_iter().enumerate() {
+            let field = |name: &str| format!("unreadable[{i}].{name}");
+            unreadable.push(UnreadableLock {
+                stored_at: optional_time(u.stored_at.as_deref(), || field("stored_at"))?,
+                first_seen: optional_time(u.first_seen.as_deref(), || field("first_seen"))?,
+                id: u.id,
+                size: u.size,
+                problem: u.problem,
             });
         }
         let request = EvaluateRequest {
@@ -219,15 +248,7 @@ impl RecordedRequest {
                 version: self.repository.version,
             },
             locks,
-            unreadable: self
-                .unreadable
-                .into_iter()
-                .map(|u| UnreadableLock {
-                    id: u.id,
-                    size: u.size,
-                    problem: u.problem,
-                })
-                .collect(),
+            unreadable,
             settings: self.settings.into_iter().collect(),
         };
         Ok(Prepared {

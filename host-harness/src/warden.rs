@@ -147,7 +147,7 @@ impl Warden {
             .evaluate(&self.policy, now, evidence, &request)?;
         Ok(Assessment {
             now,
-            verdicts: outcome.verdicts,
+            verdicts: Verdicts::pair(request, outcome.verdicts),
             logs: outcome.logs,
         })
     }

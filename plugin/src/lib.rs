@@ -120,9 +120,8 @@ impl Guest for DefaultPolicy {
     }
 
     fn evaluate(request: wit::EvaluateRequest) -> Result<wit::Verdicts, wit::PolicyError> {
-        let settings = rules::Settings::parse(&request.settings).map_err(
-            |rules::PolicyError::InvalidSetting(m)| wit::PolicyError::InvalidSetting(m),
-        )?;
+        let settings = rules::Settings::parse(&request.settings)
+            .map_err(|rules::PolicyError::InvalidSetting(m)| wit::PolicyError::InvalidSetting(m))?;
         let locks: Vec<rules::Lock> = request.locks.into_iter().map(lock).collect();
         let files: Vec<rules::Unreadable> =
             request.unreadable.into_iter().map(unreadable).collect();

@@ -27,7 +27,10 @@ mod tests {
             (super::v0_1::WIT, super::v0_1::VERSION),
         ] {
             let package = format!("package lockwarden:policy@{version};");
-            assert!(wit.contains(&package), "a WIT file declares another version than {version}");
+            assert!(
+                wit.contains(&package),
+                "a WIT file declares another version than {version}"
+            );
         }
     }
 }

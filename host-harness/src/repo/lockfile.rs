@@ -143,6 +143,7 @@ pub fn parse(id: &str, json: &[u8]) -> Result<Lock, String> {
         uid: lock.uid,
         gid: lock.gid,
         first_seen: None,
+        stored_at: None,
     })
 }
 

@@ -312,6 +312,8 @@ impl Repository {
                 id: file.name.clone(),
                 size,
                 problem: bounded_problem(problem),
+                stored_at: file.modified,
+                first_seen: None,
             })
         };
         let listed = file.size.unwrap_or(0);
@@ -336,7 +338,10 @@ impl Repository {
             None => lockfile::parse(&file.name, &bytes),
         };
         match decoded {
-            Ok(lock) => Read::Lock(lock),
+            Ok(lock) => Read::Lock(Lock {
+                stored_at: file.modified,
+                ..lock
+            }),
             Err(problem) => unreadable(bytes.len() as u64, problem),
         }
     }

@@ -29,7 +29,7 @@ pub enum PluginError {
     },
     /// The component was built against another contract version.
     #[error(
-        "cannot load policy {source_name}: it implements contract lockwarden:policy@{found}, but this lockwarden implements lockwarden:policy@{supported}; rebuild the policy against wit/ of this lockwarden, or use a lockwarden that supports @{found}"
+        "cannot load policy {source_name}: it implements contract lockwarden:policy@{found}, but this lockwarden runs lockwarden:policy {supported}; rebuild the policy against wit/ of this lockwarden, or use a lockwarden that supports @{found}"
     )]
     ContractMismatch {
         /// Where the policy came from.

@@ -1,7 +1,7 @@
 //! What a policy logs during an evaluation.
 
 /// The level of a message a policy logs.
-pub use crate::contract::lockwarden::policy::log::Level as LogLevel;
+pub use crate::contract::log::Level as LogLevel;
 
 /// One message a policy logged during an evaluation.
 #[derive(Debug, Clone, PartialEq, Eq)]

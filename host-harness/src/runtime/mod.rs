@@ -22,7 +22,7 @@ pub use log::{LogLevel, LogLine};
 pub use source::{LoadError, PolicySource};
 pub use verdicts::{Subject, Verdicts, check_unique_ids, validate};
 
-use crate::contract::{self, EvaluateRequest, PolicyInfo, StaleLockPolicyPre};
+use crate::contract::{self, EvaluateRequest, PolicyInfo, PolicyVerdicts, v0_1};
 use crate::evidence::{Evidence, Recorded};
 use sandbox::{FORBIDDEN_IMPORTS, HostState};
 use ticker::{EPOCH_TICK, Ticker};
@@ -64,14 +64,23 @@ pub struct Runtime {
 pub struct Policy {
     source: String,
     info: PolicyInfo,
-    pre: StaleLockPolicyPre<HostState>,
+    pre: Pre,
+}
+
+/// A policy linked and ready to instantiate, by the contract it implements.
+enum Pre {
+    /// The current contract.
+    Current(contract::StaleLockPolicyPre<HostState>),
+    /// Contract 0.1.0.
+    V0_1(v0_1::StaleLockPolicyPre<HostState>),
 }
 
 /// What one evaluation produced.
 #[derive(Debug)]
 pub struct Outcome {
-    /// Every input lock and unreadable file with its verdict.
-    pub verdicts: Verdicts,
+    /// One verdict per lock and unreadable file of the request, in its order,
+    /// checked ([`Verdicts::pair`] puts them beside their inputs).
+    pub verdicts: PolicyVerdicts,
     /// What the policy logged.
     pub logs: Vec<LogLine>,
 }
@@ -121,22 +130,32 @@ impl Runtime {
     /// import anything the sandbox does not provide.
     pub fn load(&self, source: &str, bytes: &[u8]) -> Result<Policy, PluginError> {
         let component = self.compile(source, bytes)?;
-        self.check_interfaces(source, &component)?;
+        let version = self.check_interfaces(source, &component)?;
         let link = |cause| PluginError::Link {
             source_name: source.to_owned(),
             cause,
         };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(link)?;
-        let pre = StaleLockPolicyPre::new(instance_pre).map_err(link)?;
+        let pre = match version {
+            Version::Current => {
+                Pre::Current(contract::StaleLockPolicyPre::new(instance_pre).map_err(link)?)
+            }
+            Version::V0_1 => Pre::V0_1(v0_1::StaleLockPolicyPre::new(instance_pre).map_err(link)?),
+        };
 
         let mut store = self.store(0, Arc::new(Recorded::new(None)));
-        let info = pre
-            .instantiate(&mut store)
-            .and_then(|policy| {
+        let info = match &pre {
+            Pre::Current(pre) => pre.instantiate(&mut store).and_then(|policy| {
                 store.set_epoch_deadline(self.deadline_ticks());
                 policy.lockwarden_policy_policy().call_info(&mut store)
-            })
-            .map_err(|e| classify(source, &store, self.limits, e))?;
+            }),
+            Pre::V0_1(pre) => pre.instantiate(&mut store).and_then(|policy| {
+                store.set_epoch_deadline(self.deadline_ticks());
+                let info = policy.lockwarden_policy_policy().call_info(&mut store)?;
+                Ok(v0_1::info(info))
+            }),
+        }
+        .map_err(|e| classify(source, &store, self.limits, e))?;
         Ok(Policy {
             source: source.to_owned(),
             info,
@@ -156,13 +175,30 @@ impl Runtime {
     ) -> Result<Outcome, PluginError> {
         let name = policy.info.name.as_str();
         check_unique_ids(request).map_err(|problem| PluginError::BadRequest { problem })?;
+        let bad_verdicts = |problem| PluginError::BadVerdicts {
+            policy: name.to_owned(),
+            problem,
+        };
         let mut store = self.store(now, evidence);
-        let result = policy.pre.instantiate(&mut store).and_then(|instance| {
-            store.set_epoch_deadline(self.deadline_ticks());
-            instance
-                .lockwarden_policy_policy()
-                .call_evaluate(&mut store, request)
-        });
+        let result = match &policy.pre {
+            Pre::Current(pre) => pre.instantiate(&mut store).and_then(|instance| {
+                store.set_epoch_deadline(self.deadline_ticks());
+                instance
+                    .lockwarden_policy_policy()
+                    .call_evaluate(&mut store, request)
+                    .map(|answer| answer.map(Ok))
+            }),
+            Pre::V0_1(pre) => pre.instantiate(&mut store).and_then(|instance| {
+                store.set_epoch_deadline(self.deadline_ticks());
+                let answer = instance
+                    .lockwarden_policy_policy()
+                    .call_evaluate(&mut store, &v0_1::request(request))?;
+                Ok(match answer {
+                    Ok(verdicts) => Ok(v0_1::positional(request, verdicts)),
+                    Err(error) => Err(v0_1::error(error)),
+                })
+            }),
+        };
         let verdicts = match result {
             Err(e) => return Err(classify(name, &store, self.limits, e)),
             Ok(Err(error)) => {
@@ -171,12 +207,9 @@ impl Runtime {
                     error,
                 });
             }
-            Ok(Ok(verdicts)) => verdicts,
+            Ok(Ok(verdicts)) => verdicts.map_err(bad_verdicts)?,
         };
-        let verdicts = validate(request, verdicts).map_err(|problem| PluginError::BadVerdicts {
-            policy: name.to_owned(),
-            problem,
-        })?;
+        validate(request, now, &verdicts).map_err(bad_verdicts)?;
         Ok(Outcome {
             verdicts,
             logs: store.data_mut().take_logs(),
@@ -252,9 +285,14 @@ impl Runtime {
         }
     }
 
-    /// Refuses a component built against another contract version, or one
-    /// that imports something the sandbox withholds, with a clear message.
-    fn check_interfaces(&self, source: &str, component: &Component) -> Result<(), PluginError> {
+    /// Refuses a component built against a contract version this host does
+    /// not run, or one that imports something the sandbox withholds, with a
+    /// clear message; says which contract it implements.
+    fn check_interfaces(
+        &self,
+        source: &str,
+        component: &Component,
+    ) -> Result<Version, PluginError> {
         let ty = component.component_type();
         let exports: Vec<String> = ty
             .exports(&self.engine)
@@ -263,7 +301,7 @@ impl Runtime {
         let policy_export = exports
             .iter()
             .find_map(|name| name.strip_prefix("lockwarden:policy/policy"));
-        match policy_export {
+        let version = match policy_export {
             None => {
                 return Err(PluginError::NotAPolicy {
                     source_name: source.to_owned(),
@@ -276,7 +314,11 @@ impl Runtime {
             }
             Some(version) => {
                 let found = version.trim_start_matches('@');
-                if !compatible(found, contract::VERSION) {
+                if compatible(found, contract::VERSION) {
+                    Version::Current
+                } else if compatible(found, v0_1::VERSION) {
+                    Version::V0_1
+                } else {
                     return Err(PluginError::ContractMismatch {
                         source_name: source.to_owned(),
                         found: if found.is_empty() {
@@ -285,11 +327,11 @@ impl Runtime {
                             found
                         }
                         .to_owned(),
-                        supported: contract::VERSION,
+                        supported: SUPPORTED,
                     });
                 }
             }
-        }
+        };
         let forbidden: Vec<String> = ty
             .imports(&self.engine)
             .map(|(name, _)| name)
@@ -302,8 +344,20 @@ impl Runtime {
                 imports: forbidden.join(", "),
             });
         }
-        Ok(())
+        Ok(version)
     }
+}
+
+/// The contract versions this host runs, for messages.
+const SUPPORTED: &str = "0.2.x or 0.1.x";
+
+/// Which contract a policy implements.
+#[derive(Debug, Clone, Copy)]
+enum Version {
+    /// The current one, [`contract::VERSION`].
+    Current,
+    /// [`v0_1::VERSION`].
+    V0_1,
 }
 
 impl Policy {
@@ -311,6 +365,15 @@ impl Policy {
     pub fn emit(&self, logs: &[LogLine]) {
         for line in logs {
             line.emit(&self.info.name);
+        }
+    }
+
+    /// The contract version the policy implements, as its component
+    /// declares it (the major and minor this host matched).
+    pub fn contract(&self) -> &'static str {
+        match self.pre {
+            Pre::Current(_) => contract::VERSION,
+            Pre::V0_1(_) => v0_1::VERSION,
         }
     }
 
@@ -381,6 +444,7 @@ mod tests {
         assert!(compatible("0.1.0", "0.1.0"));
         assert!(compatible("0.1.7", "0.1.0"));
         assert!(!compatible("0.2.0", "0.1.0"));
+        assert!(compatible("0.2.3", "0.2.0"));
         assert!(!compatible("1.1.0", "0.1.0"));
         assert!(compatible("1.4.0", "1.0.0"));
         assert!(!compatible("", "0.1.0"));

@@ -13,8 +13,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::log::{LogLevel, LogLine};
 use super::ticker::Ticking;
-use crate::contract::lockwarden::policy::{clock, liveness, log, types};
-use crate::contract::{Liveness, StaleLockPolicy};
+use crate::contract::{self, Liveness, Question, clock, liveness, log, types, v0_1};
 use crate::evidence::Evidence;
 
 /// How much a policy may write to stderr (a panic message fits easily).
@@ -147,16 +146,58 @@ impl liveness::Host for HostState {
     fn local_hostname(&mut self) -> Option<String> {
         self.evidence.local_hostname()
     }
-    fn process(&mut self, hostname: String, pid: i64, since: i64) -> Liveness {
-        self.evidence.process(&hostname, pid, since)
-    }
-    fn host(&mut self, hostname: String, since: i64) -> Liveness {
-        self.evidence.host(&hostname, since)
+    fn ask(&mut self, questions: Vec<Question>) -> Vec<Liveness> {
+        questions
+            .iter()
+            .map(|question| match question {
+                Question::Process(q) => self.evidence.process(&q.hostname, q.pid, q.since),
+                Question::Host(q) => self.evidence.host(&q.hostname, q.since),
+            })
+            .collect()
     }
 }
 
 impl log::Host for HostState {
-    fn log(&mut self, level: LogLevel, mut message: String) {
+    fn log(&mut self, level: LogLevel, message: String) {
+        self.push_log(level, message);
+    }
+}
+
+impl v0_1::types::Host for HostState {}
+
+impl v0_1::clock::Host for HostState {
+    fn now(&mut self) -> i64 {
+        self.now
+    }
+}
+
+impl v0_1::liveness::Host for HostState {
+    fn local_hostname(&mut self) -> Option<String> {
+        self.evidence.local_hostname()
+    }
+    fn process(&mut self, hostname: String, pid: i64, since: i64) -> v0_1::Liveness {
+        v0_1::liveness(self.evidence.process(&hostname, pid, since))
+    }
+    fn host(&mut self, hostname: String, since: i64) -> v0_1::Liveness {
+        v0_1::liveness(self.evidence.host(&hostname, since))
+    }
+}
+
+impl v0_1::log::Host for HostState {
+    fn log(&mut self, level: v0_1::log::Level, message: String) {
+        let level = match level {
+            v0_1::log::Level::Debug => LogLevel::Debug,
+            v0_1::log::Level::Info => LogLevel::Info,
+            v0_1::log::Level::Warn => LogLevel::Warn,
+            v0_1::log::Level::Error => LogLevel::Error,
+        };
+        self.push_log(level, message);
+    }
+}
+
+impl HostState {
+    /// Keeps one log line, bounded in number and length.
+    fn push_log(&mut self, level: LogLevel, mut message: String) {
         if self.logs.len() >= MAX_LOG_LINES {
             return;
         }
@@ -189,7 +230,8 @@ impl HasData for Table {
 /// stderr is captured for error messages, args and environment are empty.
 pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     let mut l: Linker<HostState> = Linker::new(engine);
-    StaleLockPolicy::add_to_linker::<_, HasSelf<_>>(&mut l, |s: &mut HostState| s)?;
+    contract::StaleLockPolicy::add_to_linker::<_, HasSelf<_>>(&mut l, |s: &mut HostState| s)?;
+    v0_1::StaleLockPolicy::add_to_linker::<_, HasSelf<_>>(&mut l, |s: &mut HostState| s)?;
     io::error::add_to_linker::<_, Table>(&mut l, table)?;
     io::poll::add_to_linker::<_, Table>(&mut l, table)?;
     io::streams::add_to_linker::<_, Table>(&mut l, table)?;

@@ -1,10 +1,16 @@
 //! Checking a policy's answer before anything acts on it: exactly one verdict
-//! per input id, no other ids, and nothing the host never does whatever a
-//! policy says (under contract 0.1.0: removing an unreadable file).
+//! per input, in the request's order, and nothing the host never does
+//! whatever a policy says: removing an unreadable file for which the host
+//! itself holds less than 30 minutes of age evidence.
 
-use std::collections::{HashMap, HashSet};
+use crate::contract::{Action, EvaluateRequest, Lock, PolicyVerdicts, UnreadableLock, Verdict};
 
-use crate::contract::{Action, EvaluateRequest, Lock, UnreadableLock, Verdict};
+/// The least age evidence (ns) the host must hold for an unreadable file, by
+/// the storage's modification time or its own first sighting, before it
+/// removes it: restic's stale age. A file being written right now may be
+/// unreadable for a moment; one left unreadable for 30 minutes is not a
+/// lock anyone refreshes.
+pub const UNREADABLE_MIN_AGE: i64 = 30 * 60 * 1_000_000_000;
 
 /// Every input of an evaluation with the verdict on it, in input order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,6 +41,19 @@ impl<'a> Subject<'a> {
 }
 
 impl Verdicts {
+    /// Pairs each input of `request` with its verdict in `checked`, which
+    /// [`validate`] accepted for this request.
+    pub fn pair(request: EvaluateRequest, checked: PolicyVerdicts) -> Verdicts {
+        Verdicts {
+            locks: request.locks.into_iter().zip(checked.locks).collect(),
+            unreadable: request
+                .unreadable
+                .into_iter()
+                .zip(checked.unreadable)
+                .collect(),
+        }
+    }
+
     /// Every input with its verdict: the locks, then the unreadable files.
     pub fn all(&self) -> impl Iterator<Item = (Subject<'_>, &Verdict)> {
         let locks = self.locks.iter().map(|(l, v)| (Subject::Lock(l), v));
@@ -61,85 +80,89 @@ impl Verdicts {
     }
 }
 
-/// The ids of a request: the locks, then the unreadable files.
-fn input_ids(request: &EvaluateRequest) -> impl Iterator<Item = &str> {
-    let locks = request.locks.iter().map(|l| l.id.as_str());
-    locks.chain(request.unreadable.iter().map(|u| u.id.as_str()))
-}
-
-/// Checks that `verdicts` has exactly one entry for each lock and unreadable
-/// file in `request` and nothing else, and pairs each input with its own.
-pub fn validate(request: &EvaluateRequest, verdicts: Vec<Verdict>) -> Result<Verdicts, String> {
-    let mut slots: HashMap<&str, Option<Verdict>> =
-        input_ids(request).map(|id| (id, None)).collect();
-    let unreadable: HashSet<&str> = request.unreadable.iter().map(|u| u.id.as_str()).collect();
-    for verdict in verdicts {
-        if verdict.action == Action::Remove && unreadable.contains(verdict.id.as_str()) {
+/// Checks `verdicts` against `request` evaluated at `now`: one verdict per
+/// lock and per unreadable file, and no `remove` for an unreadable file the
+/// host holds less than [`UNREADABLE_MIN_AGE`] of age evidence for.
+pub fn validate(
+    request: &EvaluateRequest,
+    now: i64,
+    verdicts: &PolicyVerdicts,
+) -> Result<(), String> {
+    for (what, want, got) in [
+        ("locks", request.locks.len(), verdicts.locks.len()),
+        (
+            "unreadable files",
+            request.unreadable.len(),
+            verdicts.unreadable.len(),
+        ),
+    ] {
+        if want != got {
+            return Err(format!("{got} verdicts for {want} {what}"));
+        }
+    }
+    for (file, verdict) in request.unreadable.iter().zip(&verdicts.unreadable) {
+        if verdict.action == Action::Remove && !old_enough(file, now) {
             return Err(format!(
-                "`remove` for `{}`, an unreadable file: the host never removes a file it could \
-                 not read as a lock, whatever a policy says",
-                crate::text::escape(&verdict.id)
+                "`remove` for `{}`, an unreadable file for which the host holds no age \
+                 evidence of at least 30m (stored {}, first seen {}): the host removes an \
+                 unreadable file only then, whatever a policy says",
+                crate::text::escape(&file.id),
+                ago(file.stored_at, now),
+                ago(file.first_seen, now),
             ));
-        }
-        match slots.get_mut(verdict.id.as_str()) {
-            None => {
-                return Err(format!(
-                    "a verdict for `{}`, which was not in its input",
-                    crate::text::escape(&verdict.id)
-                ));
-            }
-            Some(Some(_)) => {
-                return Err(format!(
-                    "two verdicts for `{}`",
-                    crate::text::escape(&verdict.id)
-                ));
-            }
-            Some(slot) => *slot = Some(verdict),
-        }
-    }
-    let missing: Vec<&str> = input_ids(request)
-        .filter(|id| slots.get(id).is_some_and(Option::is_none))
-        .collect();
-    if let Some(first) = missing.first() {
-        return Err(format!(
-            "no verdict for {} of {} inputs (first: `{first}`)",
-            missing.len(),
-            slots.len(),
-        ));
-    }
-    let mut take = |id: &str| slots.get_mut(id).and_then(Option::take);
-    let mut paired = Verdicts::default();
-    for lock in &request.locks {
-        paired
-            .locks
-            .extend(take(&lock.id).map(|v| (lock.clone(), v)));
-    }
-    for file in &request.unreadable {
-        paired
-            .unreadable
-            .extend(take(&file.id).map(|v| (file.clone(), v)));
-    }
-    Ok(paired)
-}
-
-/// Checks that no id appears twice in a request, so that verdicts can be
-/// matched to inputs one to one.
-pub fn check_unique_ids(request: &EvaluateRequest) -> Result<(), String> {
-    let mut seen = HashSet::new();
-    for id in input_ids(request) {
-        if !seen.insert(id) {
-            return Err(format!("lock id `{id}` appears twice in the request"));
         }
     }
     Ok(())
 }
 
+/// Whether the host's own evidence says `file` has been there for at least
+/// [`UNREADABLE_MIN_AGE`]: the storage's modification time or the host's
+/// first sighting, each against the host's clock.
+fn old_enough(file: &UnreadableLock, now: i64) -> bool {
+    [file.stored_at, file.first_seen]
+        .into_iter()
+        .flatten()
+        .any(|at| now.saturating_sub(at) >= UNREADABLE_MIN_AGE)
+}
+
+fn ago(at: Option<i64>, now: i64) -> String {
+    match at {
+        Some(at) => format!(
+            "{} ago",
+            lockwarden_duration::format(now.saturating_sub(at))
+        ),
+        None => "unknown".into(),
+    }
+}
+
+/// Checks that no id appears twice in a request, so that each verdict is
+/// about one file.
+pub fn check_unique_ids(request: &EvaluateRequest) -> Result<(), String> {
+    let mut ids: Vec<&str> = request
+        .locks
+        .iter()
+        .map(|l| l.id.as_str())
+        .chain(request.unreadable.iter().map(|u| u.id.as_str()))
+        .collect();
+    ids.sort_unstable();
+    match ids.windows(2).find(|w| w[0] == w[1]) {
+        Some(twice) => Err(format!(
+            "lock id `{}` appears twice in the request",
+            crate::text::escape(twice[0])
+        )),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Repository, UnreadableLock, test_lock};
+    use crate::contract::{Repository, test_lock};
 
-    fn request(ids: &[&str], unreadable: &[&str]) -> EvaluateRequest {
+    const NOW: i64 = 1_796_040_000_000_000_000;
+    const MINUTE: i64 = 60_000_000_000;
+
+    fn request(ids: &[&str], unreadable: &[(&str, Option<i64>, Option<i64>)]) -> EvaluateRequest {
         EvaluateRequest {
             repository: Repository {
                 id: "r".into(),
@@ -150,79 +173,104 @@ mod tests {
             locks: ids.iter().map(|id| test_lock(id)).collect(),
             unreadable: unreadable
                 .iter()
-                .map(|id| UnreadableLock {
+                .map(|(id, stored_at, first_seen)| UnreadableLock {
                     id: (*id).into(),
                     size: 0,
                     problem: "empty file".into(),
+                    stored_at: *stored_at,
+                    first_seen: *first_seen,
                 })
                 .collect(),
             settings: vec![],
         }
     }
 
-    fn keep(id: &str) -> Verdict {
+    fn verdict(action: Action) -> Verdict {
         Verdict {
-            id: id.into(),
-            action: Action::Keep,
-            rule: "fresh".into(),
+            action,
+            rule: "r".into(),
             reason: "test".into(),
         }
     }
 
-    #[test]
-    fn accepts_one_verdict_each_and_restores_input_order() {
-        let got = validate(
-            &request(&["a", "b"], &["c"]),
-            vec![keep("c"), keep("b"), keep("a")],
-        )
-        .expect("valid");
-        let ids: Vec<_> = got.all().map(|(s, v)| (s.id(), v.id.as_str())).collect();
-        assert_eq!(ids, [("a", "a"), ("b", "b"), ("c", "c")]);
-    }
-
-    #[test]
-    fn refuses_missing_duplicate_and_invented_ids() {
-        let req = request(&["a", "b"], &["c"]);
-        let cases = [
-            (
-                vec![keep("a"), keep("b")],
-                "no verdict for 1 of 3 inputs (first: `c`)",
-            ),
-            (
-                vec![keep("a"), keep("a"), keep("b"), keep("c")],
-                "two verdicts for `a`",
-            ),
-            (
-                vec![keep("a"), keep("b"), keep("c"), keep("z")],
-                "a verdict for `z`, which was not in its input",
-            ),
-        ];
-        for (verdicts, want) in cases {
-            assert_eq!(validate(&req, verdicts).err(), Some(want.to_string()));
+    fn verdicts(locks: usize, unreadable: &[Action]) -> PolicyVerdicts {
+        PolicyVerdicts {
+            locks: (0..locks).map(|_| verdict(Action::Keep)).collect(),
+            unreadable: unreadable.iter().map(|a| verdict(*a)).collect(),
         }
     }
 
     #[test]
-    fn removing_an_unreadable_file_is_refused() {
-        let req = request(&["a"], &["c"]);
-        let remove = Verdict {
-            action: Action::Remove,
-            ..keep("c")
+    fn one_verdict_per_input_and_pairs_in_order() {
+        let req = request(&["a", "b"], &[("c", None, None)]);
+        let checked = verdicts(2, &[Action::Keep]);
+        assert_eq!(validate(&req, NOW, &checked), Ok(()));
+        let paired = Verdicts::pair(req, checked);
+        let ids: Vec<_> = paired.all().map(|(s, _)| s.id()).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn wrong_lengths_are_refused() {
+        let req = request(&["a", "b"], &[("c", None, None)]);
+        for (checked, want) in [
+            (verdicts(1, &[Action::Keep]), "1 verdicts for 2 locks"),
+            (verdicts(3, &[Action::Keep]), "3 verdicts for 2 locks"),
+            (verdicts(2, &[]), "0 verdicts for 1 unreadable files"),
+            (
+                verdicts(2, &[Action::Keep, Action::Keep]),
+                "2 verdicts for 1 unreadable files",
+            ),
+        ] {
+            assert_eq!(validate(&req, NOW, &checked), Err(want.to_string()));
+        }
+    }
+
+    #[test]
+    fn an_unreadable_file_is_removed_only_with_30_minutes_of_age_evidence() {
+        let remove = verdicts(0, &[Action::Remove]);
+        let refused = |stored_at, first_seen| {
+            validate(&request(&[], &[("c", stored_at, first_seen)]), NOW, &remove).is_err()
         };
-        let err = validate(&req, vec![keep("a"), remove]).expect_err("refused");
-        assert!(err.contains("unreadable"), "{err}");
-        let remove_lock = Verdict {
-            action: Action::Remove,
-            ..keep("a")
-        };
-        assert!(validate(&req, vec![remove_lock, keep("c")]).is_ok());
+        assert!(refused(None, None), "no age evidence at all");
+        assert!(refused(Some(NOW - 30 * MINUTE + 1), None));
+        assert!(refused(None, Some(NOW - 30 * MINUTE + 1)));
+        assert!(
+            refused(Some(NOW + 60 * MINUTE), Some(NOW)),
+            "stored in the future"
+        );
+        assert!(!refused(Some(NOW - 30 * MINUTE), None));
+        assert!(!refused(None, Some(NOW - 31 * MINUTE)));
+        assert!(!refused(Some(NOW), Some(NOW - 2 * 60 * MINUTE)));
+        let err = validate(
+            &request(&[], &[("c", None, Some(NOW - MINUTE))]),
+            NOW,
+            &remove,
+        )
+        .expect_err("refused");
+        assert!(
+            err.contains("first seen 1m ago") && err.contains("stored unknown"),
+            "{err}"
+        );
+        // Keeping a young unreadable file is always fine; removing a lock too.
+        assert!(
+            !validate(
+                &request(&["a"], &[("c", None, None)]),
+                NOW,
+                &PolicyVerdicts {
+                    locks: vec![verdict(Action::Remove)],
+                    unreadable: vec![verdict(Action::Keep)],
+                }
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn duplicate_input_ids_are_refused() {
-        assert!(check_unique_ids(&request(&["a", "b"], &["c"])).is_ok());
+        assert!(check_unique_ids(&request(&["a", "b"], &[("c", None, None)])).is_ok());
         assert_eq!(
-            check_unique_ids(&request(&["a"], &["a"])),
+            check_unique_ids(&request(&["a"], &[("a", None, None)])),
             Err("lock id `a` appears twice in the request".to_string())
         );
     }

@@ -454,11 +454,21 @@ pub fn judge_unreadable(now: i64, settings: &Settings, file: &Unreadable) -> Ver
     let stored = file
         .stored_at
         .filter(|&at| storage_age(now, at, settings) > limit)
-        .map(|at| format!("stored {} ago by the storage's clock", duration::format(age(now, at))));
+        .map(|at| {
+            format!(
+                "stored {} ago by the storage's clock",
+                duration::format(age(now, at))
+            )
+        });
     let seen = file
         .first_seen
         .filter(|&at| age(now, at) > limit)
-        .map(|at| format!("first seen {} ago by this host's clock", duration::format(age(now, at))));
+        .map(|at| {
+            format!(
+                "first seen {} ago by this host's clock",
+                duration::format(age(now, at))
+            )
+        });
     match stored.or(seen) {
         Some(since) => Verdict {
             action: Action::Remove,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use lockwarden::contract::PolicyInfo;
-use lockwarden::report::{policy_json, verdict_json};
+use lockwarden::report::{policy_json, verdicts_json};
 use lockwarden::request::Prepared;
 use lockwarden::runtime::Policy;
 use serde_json::json;
@@ -142,7 +142,7 @@ fn eval(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     policy.emit(&outcome.logs);
     let doc = json!({
         "policy": policy_json(&policy),
-        "verdicts": outcome.verdicts.all().map(|(_, v)| verdict_json(v)).collect::<Vec<_>>(),
+        "verdicts": verdicts_json(&prepared.request, &outcome.verdicts),
     });
     outln!("{}", serde_json::to_string_pretty(&doc)?);
     Ok(ExitCode::SUCCESS)
