@@ -42,9 +42,7 @@ impl rules::Facts for HostFacts {
                         pid,
                         since,
                     } => liveness::process(&hostname, pid, since),
-                    rules::Question::Host { hostname, since } => {
-                        liveness::host(&hostname, since)
-                    }
+                    rules::Question::Host { hostname, since } => liveness::host(&hostname, since),
                 };
                 match answer {
                     wit::Liveness::Alive(d) => rules::Liveness::Alive(d),
@@ -115,9 +113,8 @@ impl Guest for DefaultPolicy {
     }
 
     fn evaluate(request: wit::EvaluateRequest) -> Result<Vec<wit::Verdict>, wit::PolicyError> {
-        let settings = rules::Settings::parse(&request.settings).map_err(
-            |rules::PolicyError::InvalidSetting(m)| wit::PolicyError::InvalidSetting(m),
-        )?;
+        let settings = rules::Settings::parse(&request.settings)
+            .map_err(|rules::PolicyError::InvalidSetting(m)| wit::PolicyError::InvalidSetting(m))?;
         let locks: Vec<rules::Lock> = request.locks.into_iter().map(lock).collect();
         let files: Vec<rules::Unreadable> =
             request.unreadable.into_iter().map(unreadable).collect();
