@@ -2,18 +2,19 @@
 //! locks and the evidence the host supplies. First match wins; every verdict
 //! names its rule.
 //!
-//! | rule            | when                                                   | action |
-//! |-----------------|--------------------------------------------------------|--------|
-//! | holder-alive    | process or host evidence says alive                    | keep   |
-//! | process-dead    | same host, and process evidence says dead              | remove |
-//! | host-gone       | host evidence says dead                                | remove |
-//! | expired         | now - time > stale-after (restic's rule)               | remove |
-//! | unrefreshed     | now - first-seen > stale-after (host's own clock)      | remove |
-//! | stored-long-ago | now - stored-at > stale-after + max-clock-skew         | remove |
-//! | future-time     | time > now + max-clock-skew                            | keep   |
-//! | fresh           | otherwise                                              | keep   |
-//! | unreadable-old  | unreadable, stored or first seen > unreadable-after ago | remove |
-//! | unreadable      | unreadable, otherwise                                  | keep   |
+//! | rule            | when                                                      | action |
+//! |-----------------|-----------------------------------------------------------|--------|
+//! | holder-alive    | process or host evidence says alive                       | keep   |
+//! | process-dead    | same host, and process evidence says dead                 | remove |
+//! | host-gone       | host evidence says dead                                   | remove |
+//! | expired         | now - time > stale-after (restic's rule)                  | remove |
+//! | unrefreshed     | now - first-seen > stale-after (host's own clock)         | remove |
+//! | stored-long-ago | now - stored-at > stale-after + max-clock-skew            | remove |
+//! | future-time     | time > now + max-clock-skew                               | keep   |
+//! | fresh           | otherwise                                                 | keep   |
+//! | unreadable-old  | unreadable, and now - stored-at > unreadable-after +      | remove |
+//! |                 | max-clock-skew, or now - first-seen > unreadable-after    |        |
+//! | unreadable      | unreadable, otherwise                                     | keep   |
 //!
 //! `unknown` evidence never leads to `remove`.
 //!
