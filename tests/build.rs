@@ -1,6 +1,7 @@
 //! Builds every component the end-to-end tests load, in one nested cargo
-//! build (`lockwarden-guest-build`, inside `OUT_DIR`): the two real policies
-//! and the guests in `guests/` that misbehave on purpose. Writes
+//! build (`lockwarden-guest-build`, inside `OUT_DIR`): the two real policies,
+//! the default policy's contract 0.1.0 build (`guests/default-0.1.0/`), and
+//! the guests in `guests/` that misbehave on purpose. Writes
 //! `$OUT_DIR/guests.rs`, one constant per component, which `src/lib.rs`
 //! includes as `lockwarden_tests::guests`: a test naming a guest that is not
 //! built here does not compile. Nothing built here is ever committed.
@@ -9,8 +10,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// Each component: its constant in `guests`, and the package it is built from.
-const COMPONENTS: [(&str, &str); 14] = [
+const COMPONENTS: [(&str, &str); 15] = [
     ("DEFAULT", "lockwarden-policy"),
+    ("DEFAULT_0_1", "lockwarden-policy-0-1"),
     ("STRICT", "lockwarden-strict-policy"),
     ("PANIC", "misbehave-panic"),
     ("SPIN", "misbehave-spin"),

@@ -2,18 +2,19 @@
 //! locks and the evidence the host supplies. First match wins; every verdict
 //! names its rule.
 //!
-//! | rule            | when                                                   | action |
-//! |-----------------|--------------------------------------------------------|--------|
-//! | holder-alive    | process or host evidence says alive                    | keep   |
-//! | process-dead    | same host, and process evidence says dead              | remove |
-//! | host-gone       | host evidence says dead                                | remove |
-//! | expired         | now - time > stale-after (restic's rule)               | remove |
-//! | unrefreshed     | now - first-seen > stale-after (host's own clock)      | remove |
-//! | stored-long-ago | now - stored-at > stale-after + max-clock-skew         | remove |
-//! | future-time     | time > now + max-clock-skew                            | keep   |
-//! | fresh           | otherwise                                              | keep   |
-//! | unreadable-old  | unreadable, stored or first seen > unreadable-after ago | remove |
-//! | unreadable      | unreadable, otherwise                                  | keep   |
+//! | rule            | when                                                      | action |
+//! |-----------------|-----------------------------------------------------------|--------|
+//! | holder-alive    | process or host evidence says alive                       | keep   |
+//! | process-dead    | same host, and process evidence says dead                 | remove |
+//! | host-gone       | host evidence says dead                                   | remove |
+//! | expired         | now - time > stale-after (restic's rule)                  | remove |
+//! | unrefreshed     | now - first-seen > stale-after (host's own clock)         | remove |
+//! | stored-long-ago | now - stored-at > stale-after + max-clock-skew            | remove |
+//! | future-time     | time > now + max-clock-skew                               | keep   |
+//! | fresh           | otherwise                                                 | keep   |
+//! | unreadable-old  | unreadable, and now - stored-at > unreadable-after +      | remove |
+//! |                 | max-clock-skew, or now - first-seen > unreadable-after    |        |
+//! | unreadable      | unreadable, otherwise                                     | keep   |
 //!
 //! `unknown` evidence never leads to `remove`.
 //!
@@ -173,7 +174,8 @@ pub struct Verdicts {
 }
 
 /// Decides about every lock and unreadable file: one verdict each, in input
-/// order. Evidence is asked for once, each distinct question once.
+/// order. Evidence is asked for in one batch, each distinct question once;
+/// with no locks there is no question, and `ask` is not called at all.
 pub fn evaluate(
     now: i64,
     facts: &impl Facts,
@@ -183,7 +185,19 @@ pub fn evaluate(
 ) -> Verdicts {
     let local = facts.local_hostname();
     let asked = Questions::for_locks(local.as_deref(), locks);
-    let answers = facts.ask(asked.questions);
+    let asked_count = asked.questions.len();
+    let answers = if asked_count == 0 {
+        Vec::new()
+    } else {
+        facts.ask(asked.questions)
+    };
+    if answers.len() != asked_count {
+        facts.warn(&format!(
+            "the host gave {} answers to {asked_count} questions; missing answers count as \
+             unknown",
+            answers.len()
+        ));
+    }
     let unknown = Liveness::Unknown("the host gave no answer".into());
     let answer = |i: usize| answers.get(i).unwrap_or(&unknown);
     let verdicts = locks
@@ -403,14 +417,14 @@ fn unrefreshed(c: &Context) -> Option<(Action, String)> {
 /// storage stored longer ago than stale-after (plus the skew the storage's
 /// clock may have) is not being refreshed, whatever its content says.
 fn stored_long_ago(c: &Context) -> Option<(Action, String)> {
-    let stored = storage_age(c.now, c.lock.stored_at?, c.settings);
-    (stored > c.settings.stale_after).then(|| {
+    let stored_at = c.lock.stored_at?;
+    (storage_age(c.now, stored_at, c.settings) > c.settings.stale_after).then(|| {
         (
             Action::Remove,
             format!(
                 "stored {} ago by the storage's clock, longer than stale-after {} plus \
                  max-clock-skew {}: a live holder replaces its lock file every 5 minutes ({})",
-                duration::format(age(c.now, c.lock.stored_at.unwrap_or(c.now))),
+                duration::format(age(c.now, stored_at)),
                 duration::format(c.settings.stale_after),
                 duration::format(c.settings.max_clock_skew),
                 c.evidence.details()

@@ -8,30 +8,75 @@ use std::cell::RefCell;
 const NOW: i64 = 1_796_040_000 * SECOND; // 2026-11-30T12:00:00Z
 const LOCAL: &str = "vm";
 
-/// Evidence served from a table, with the calls recorded.
+/// Evidence served from a table, with every batch of questions recorded.
 #[derive(Default)]
 struct TableFacts {
     local: Option<&'static str>,
+    /// The answer to every process question, unless its pid is in `dead_pids`.
     process: Option<Liveness>,
+    /// Pids whose process questions are answered `dead`.
+    dead_pids: Vec<i64>,
+    /// The answer to every host question.
     host: Option<Liveness>,
+    /// Answer only this many questions of a batch (a host breaking the
+    /// contract).
+    answer_at_most: Option<usize>,
     warnings: RefCell<Vec<String>>,
-    process_calls: RefCell<u32>,
+    batches: RefCell<Vec<Vec<Question>>>,
+}
+
+impl TableFacts {
+    fn local() -> TableFacts {
+        TableFacts {
+            local: Some(LOCAL),
+            ..TableFacts::default()
+        }
+    }
+
+    /// Every question asked, over all batches.
+    fn questions(&self) -> Vec<Question> {
+        self.batches.borrow().concat()
+    }
+
+    fn process_questions(&self) -> usize {
+        self.questions()
+            .iter()
+            .filter(|q| matches!(q, Question::Process { .. }))
+            .count()
+    }
+
+    fn host_questions(&self) -> usize {
+        self.questions()
+            .iter()
+            .filter(|q| matches!(q, Question::Host { .. }))
+            .count()
+    }
 }
 
 impl Facts for TableFacts {
     fn local_hostname(&self) -> Option<String> {
         self.local.map(str::to_owned)
     }
-    fn process(&self, _: &str, _: i64, _: i64) -> Liveness {
-        *self.process_calls.borrow_mut() += 1;
-        self.process
-            .clone()
-            .unwrap_or(Liveness::Unknown("no answer".into()))
-    }
-    fn host(&self, _: &str, _: i64) -> Liveness {
-        self.host
-            .clone()
-            .unwrap_or(Liveness::Unknown("no inventory".into()))
+    fn ask(&self, questions: Vec<Question>) -> Vec<Liveness> {
+        let answers = questions
+            .iter()
+            .map(|question| match question {
+                Question::Process { pid, .. } if self.dead_pids.contains(pid) => {
+                    Liveness::Dead(format!("no process {pid}"))
+                }
+                Question::Process { .. } => self
+                    .process
+                    .clone()
+                    .unwrap_or(Liveness::Unknown("no answer".into())),
+                Question::Host { .. } => self
+                    .host
+                    .clone()
+                    .unwrap_or(Liveness::Unknown("no inventory".into())),
+            })
+            .take(self.answer_at_most.unwrap_or(usize::MAX))
+            .collect();
+        self.batches.borrow_mut().push(questions);
+        answers
     }
     fn warn(&self, message: &str) {
         self.warnings.borrow_mut().push(message.into());
@@ -46,9 +91,26 @@ fn lock(age: i64, hostname: &str) -> Lock {
         hostname: hostname.into(),
         username: "root".into(),
         pid: 4242,
-        uid: 0,
-        gid: 0,
         first_seen: None,
+        stored_at: None,
+    }
+}
+
+/// A lock `age` old by its own time, stored `stored_ago` ago.
+fn stored_lock(age: i64, hostname: &str, stored_ago: i64) -> Lock {
+    Lock {
+        stored_at: Some(NOW - stored_ago),
+        ..lock(age, hostname)
+    }
+}
+
+fn unreadable(stored_ago: Option<i64>, first_seen_ago: Option<i64>) -> Unreadable {
+    Unreadable {
+        id: "ab".repeat(32),
+        size: 0,
+        problem: "empty file".into(),
+        stored_at: stored_ago.map(|ago| NOW - ago),
+        first_seen: first_seen_ago.map(|ago| NOW - ago),
     }
 }
 
@@ -62,10 +124,23 @@ fn unknown() -> Option<Liveness> {
     Some(Liveness::Unknown("cannot tell".into()))
 }
 
+fn run_with(facts: &TableFacts, settings: &Settings, lock: Lock) -> Verdict {
+    let mut verdicts = evaluate(NOW, facts, settings, &[lock], &[]);
+    assert_eq!(verdicts.locks.len(), 1);
+    assert!(verdicts.unreadable.is_empty());
+    verdicts.locks.remove(0)
+}
+
 fn run(facts: &TableFacts, lock: Lock) -> Verdict {
-    let mut verdicts = evaluate(NOW, facts, &Settings::default(), &[lock], &[]);
-    assert_eq!(verdicts.len(), 1);
-    verdicts.remove(0)
+    run_with(facts, &Settings::default(), lock)
+}
+
+fn judge(settings: &Settings, file: Unreadable) -> Verdict {
+    let facts = TableFacts::local();
+    let mut verdicts = evaluate(NOW, &facts, settings, &[], &[file]);
+    assert!(verdicts.locks.is_empty());
+    assert_eq!(verdicts.unreadable.len(), 1);
+    verdicts.unreadable.remove(0)
 }
 
 #[test]
@@ -74,6 +149,7 @@ fn rule_table() {
         age: i64,
         hostname: &'static str,
         first_seen_ago: Option<i64>,
+        stored_ago: Option<i64>,
         process: Option<Liveness>,
         host: Option<Liveness>,
         rule: &'static str,
@@ -82,43 +158,54 @@ fn rule_table() {
     let m = MINUTE;
     #[rustfmt::skip]
     let rows = [
-        // age          host     first-seen  process    host       rule            action
-        Row { age: 0,          hostname: "other", first_seen_ago: None,         process: None,    host: None,    rule: "fresh",        action: Action::Keep },
-        Row { age: 29 * m,     hostname: "other", first_seen_ago: None,         process: None,    host: None,    rule: "fresh",        action: Action::Keep },
-        Row { age: 30 * m,     hostname: "other", first_seen_ago: None,         process: None,    host: None,    rule: "fresh",        action: Action::Keep },
-        Row { age: 30 * m + 1, hostname: "other", first_seen_ago: None,         process: None,    host: None,    rule: "expired",      action: Action::Remove },
-        Row { age: 31 * m,     hostname: "other", first_seen_ago: None,         process: None,    host: None,    rule: "expired",      action: Action::Remove },
-        Row { age: -30 * SECOND, hostname: "other", first_seen_ago: None,       process: None,    host: None,    rule: "fresh",        action: Action::Keep },
-        Row { age: -2 * HOUR,  hostname: "other", first_seen_ago: None,         process: None,    host: None,    rule: "future-time",  action: Action::Keep },
-        Row { age: -2 * HOUR,  hostname: "other", first_seen_ago: Some(31 * m), process: None,    host: None,    rule: "unrefreshed",  action: Action::Remove },
-        Row { age: 5 * m,      hostname: "other", first_seen_ago: Some(31 * m), process: None,    host: None,    rule: "unrefreshed",  action: Action::Remove },
-        Row { age: 5 * m,      hostname: "other", first_seen_ago: Some(30 * m), process: None,    host: None,    rule: "fresh",        action: Action::Keep },
-        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         process: dead(),  host: None,    rule: "process-dead", action: Action::Remove },
-        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         process: alive(), host: None,    rule: "holder-alive", action: Action::Keep },
-        Row { age: 3 * HOUR,   hostname: LOCAL,   first_seen_ago: None,         process: alive(), host: None,    rule: "holder-alive", action: Action::Keep },
-        Row { age: 3 * HOUR,   hostname: LOCAL,   first_seen_ago: None,         process: unknown(), host: None,  rule: "expired",      action: Action::Remove },
-        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         process: unknown(), host: None,  rule: "fresh",        action: Action::Keep },
+        // age          host     first-seen  stored  process    host       rule            action
+        Row { age: 0,          hostname: "other", first_seen_ago: None,         stored_ago: None,         process: None,    host: None,    rule: "fresh",        action: Action::Keep },
+        Row { age: 29 * m,     hostname: "other", first_seen_ago: None,         stored_ago: None,         process: None,    host: None,    rule: "fresh",        action: Action::Keep },
+        Row { age: 30 * m,     hostname: "other", first_seen_ago: None,         stored_ago: None,         process: None,    host: None,    rule: "fresh",        action: Action::Keep },
+        Row { age: 30 * m + 1, hostname: "other", first_seen_ago: None,         stored_ago: None,         process: None,    host: None,    rule: "expired",      action: Action::Remove },
+        Row { age: 31 * m,     hostname: "other", first_seen_ago: None,         stored_ago: None,         process: None,    host: None,    rule: "expired",      action: Action::Remove },
+        Row { age: -30 * SECOND, hostname: "other", first_seen_ago: None,       stored_ago: None,         process: None,    host: None,    rule: "fresh",        action: Action::Keep },
+        Row { age: -2 * HOUR,  hostname: "other", first_seen_ago: None,         stored_ago: None,         process: None,    host: None,    rule: "future-time",  action: Action::Keep },
+        Row { age: -2 * HOUR,  hostname: "other", first_seen_ago: Some(31 * m), stored_ago: None,         process: None,    host: None,    rule: "unrefreshed",  action: Action::Remove },
+        Row { age: 5 * m,      hostname: "other", first_seen_ago: Some(31 * m), stored_ago: None,         process: None,    host: None,    rule: "unrefreshed",  action: Action::Remove },
+        Row { age: 5 * m,      hostname: "other", first_seen_ago: Some(30 * m), stored_ago: None,         process: None,    host: None,    rule: "fresh",        action: Action::Keep },
+        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         stored_ago: None,         process: dead(),  host: None,    rule: "process-dead", action: Action::Remove },
+        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         stored_ago: None,         process: alive(), host: None,    rule: "holder-alive", action: Action::Keep },
+        Row { age: 3 * HOUR,   hostname: LOCAL,   first_seen_ago: None,         stored_ago: None,         process: alive(), host: None,    rule: "holder-alive", action: Action::Keep },
+        Row { age: 3 * HOUR,   hostname: LOCAL,   first_seen_ago: None,         stored_ago: None,         process: unknown(), host: None,  rule: "expired",      action: Action::Remove },
+        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         stored_ago: None,         process: unknown(), host: None,  rule: "fresh",        action: Action::Keep },
         // Process evidence counts only for locks written on this machine.
-        Row { age: m,          hostname: "other", first_seen_ago: None,         process: dead(),  host: None,    rule: "fresh",        action: Action::Keep },
-        Row { age: m,          hostname: "pod-1", first_seen_ago: None,         process: None,    host: dead(),  rule: "host-gone",    action: Action::Remove },
-        Row { age: m,          hostname: "pod-1", first_seen_ago: None,         process: None,    host: alive(), rule: "holder-alive", action: Action::Keep },
-        Row { age: m,          hostname: "pod-1", first_seen_ago: None,         process: None,    host: unknown(), rule: "fresh",      action: Action::Keep },
+        Row { age: m,          hostname: "other", first_seen_ago: None,         stored_ago: None,         process: dead(),  host: None,    rule: "fresh",        action: Action::Keep },
+        Row { age: m,          hostname: "pod-1", first_seen_ago: None,         stored_ago: None,         process: None,    host: dead(),  rule: "host-gone",    action: Action::Remove },
+        Row { age: m,          hostname: "pod-1", first_seen_ago: None,         stored_ago: None,         process: None,    host: alive(), rule: "holder-alive", action: Action::Keep },
+        Row { age: m,          hostname: "pod-1", first_seen_ago: None,         stored_ago: None,         process: None,    host: unknown(), rule: "fresh",      action: Action::Keep },
         // Alive beats dead: never remove a lock something says is held.
-        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         process: alive(), host: dead(),  rule: "holder-alive", action: Action::Keep },
-        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         process: dead(),  host: alive(), rule: "holder-alive", action: Action::Keep },
+        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         stored_ago: None,         process: alive(), host: dead(),  rule: "holder-alive", action: Action::Keep },
+        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         stored_ago: None,         process: dead(),  host: alive(), rule: "holder-alive", action: Action::Keep },
+        // The storage's age: past stale-after plus max-clock-skew, and only then.
+        Row { age: m,          hostname: "other", first_seen_ago: None,         stored_ago: Some(31 * m), process: None,    host: None,    rule: "fresh",        action: Action::Keep },
+        Row { age: m,          hostname: "other", first_seen_ago: None,         stored_ago: Some(31 * m + 1), process: None, host: None,   rule: "stored-long-ago", action: Action::Remove },
+        Row { age: m,          hostname: "other", first_seen_ago: None,         stored_ago: Some(-HOUR),  process: None,    host: None,    rule: "fresh",        action: Action::Keep },
+        Row { age: -2 * HOUR,  hostname: "other", first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: None,  host: None,    rule: "stored-long-ago", action: Action::Remove },
+        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: alive(), host: None,  rule: "holder-alive", action: Action::Keep },
+        Row { age: m,          hostname: "pod-1", first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: None,  host: alive(), rule: "holder-alive", action: Action::Keep },
+        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: dead(), host: None,   rule: "process-dead", action: Action::Remove },
+        Row { age: m,          hostname: "pod-1", first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: None,  host: dead(),  rule: "host-gone",    action: Action::Remove },
+        Row { age: 31 * m,     hostname: "other", first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: None,  host: None,    rule: "expired",      action: Action::Remove },
+        Row { age: m,          hostname: "other", first_seen_ago: Some(31 * m), stored_ago: Some(2 * HOUR), process: None,  host: None,    rule: "unrefreshed",  action: Action::Remove },
     ];
     for (n, row) in rows.into_iter().enumerate() {
         let facts = TableFacts {
-            local: Some(LOCAL),
             process: row.process,
             host: row.host,
-            ..TableFacts::default()
+            ..TableFacts::local()
         };
         let mut lock = lock(row.age, row.hostname);
         lock.first_seen = row.first_seen_ago.map(|ago| NOW - ago);
+        lock.stored_at = row.stored_ago.map(|ago| NOW - ago);
         let verdict = run(&facts, lock);
         assert_eq!(
-            (verdict.rule.as_str(), verdict.action),
+            (verdict.rule, verdict.action),
             (row.rule, row.action),
             "row {n}: reason was {:?}",
             verdict.reason
@@ -128,26 +215,170 @@ fn rule_table() {
 
 #[test]
 fn process_is_asked_only_about_locks_from_this_machine() {
-    let facts = TableFacts {
-        local: Some(LOCAL),
-        ..TableFacts::default()
-    };
+    let facts = TableFacts::local();
     run(&facts, lock(MINUTE, "other"));
-    assert_eq!(*facts.process_calls.borrow(), 0);
+    assert_eq!(facts.process_questions(), 0);
+    assert_eq!(facts.host_questions(), 1);
     run(&facts, lock(MINUTE, LOCAL));
-    assert_eq!(*facts.process_calls.borrow(), 1);
+    assert_eq!(facts.process_questions(), 1);
+    assert_eq!(facts.host_questions(), 2);
 
     let no_hostname = TableFacts::default();
     run(&no_hostname, lock(MINUTE, ""));
-    assert_eq!(*no_hostname.process_calls.borrow(), 0);
+    assert_eq!(no_hostname.process_questions(), 0);
+    assert_eq!(no_hostname.host_questions(), 1);
+}
+
+#[test]
+fn locks_from_one_host_at_one_time_raise_one_host_question() {
+    let facts = TableFacts::local();
+    let mut second = lock(MINUTE, "pod-1");
+    second.pid = 7;
+    second.id = "fe".repeat(32);
+    let verdicts = evaluate(
+        NOW,
+        &facts,
+        &Settings::default(),
+        &[lock(MINUTE, "pod-1"), second, lock(2 * MINUTE, "pod-1")],
+        &[],
+    );
+    assert_eq!(verdicts.locks.len(), 3);
+    assert_eq!(
+        facts.questions(),
+        [
+            Question::Host {
+                hostname: "pod-1".into(),
+                since: NOW - MINUTE
+            },
+            Question::Host {
+                hostname: "pod-1".into(),
+                since: NOW - 2 * MINUTE
+            },
+        ]
+    );
+}
+
+#[test]
+fn each_distinct_local_process_is_asked_about_once_and_answers_its_own_locks() {
+    let facts = TableFacts {
+        dead_pids: vec![1],
+        ..TableFacts::local()
+    };
+    let with = |pid: i64, age: i64| Lock {
+        pid,
+        ..lock(age, LOCAL)
+    };
+    let locks = [
+        with(1, MINUTE),
+        with(2, MINUTE),
+        with(1, MINUTE),
+        with(1, 2 * MINUTE),
+        with(2, MINUTE),
+    ];
+    let verdicts = evaluate(NOW, &facts, &Settings::default(), &locks, &[]);
+    let process = |pid: i64, age: i64| Question::Process {
+        hostname: LOCAL.into(),
+        pid,
+        since: NOW - age,
+    };
+    let host = |age: i64| Question::Host {
+        hostname: LOCAL.into(),
+        since: NOW - age,
+    };
+    assert_eq!(
+        facts.questions(),
+        [
+            process(1, MINUTE),
+            host(MINUTE),
+            process(2, MINUTE),
+            process(1, 2 * MINUTE),
+            host(2 * MINUTE),
+        ]
+    );
+    let rules: Vec<&str> = verdicts.locks.iter().map(|v| v.rule).collect();
+    assert_eq!(
+        rules,
+        [
+            "process-dead",
+            "fresh",
+            "process-dead",
+            "process-dead",
+            "fresh"
+        ]
+    );
+    assert!(
+        verdicts.locks[0].reason.contains("no process 1"),
+        "{}",
+        verdicts.locks[0].reason
+    );
+}
+
+#[test]
+fn ask_is_called_once_per_evaluation_and_never_without_a_question() {
+    let facts = TableFacts::local();
+    let locks: Vec<Lock> = (0..50)
+        .map(|i| Lock {
+            pid: i % 7,
+            ..lock(i * SECOND, if i % 2 == 0 { LOCAL } else { "other" })
+        })
+        .collect();
+    evaluate(NOW, &facts, &Settings::default(), &locks, &[]);
+    assert_eq!(facts.batches.borrow().len(), 1);
+    let questions = facts.questions();
+    for (i, question) in questions.iter().enumerate() {
+        assert!(
+            !questions[..i].contains(question),
+            "asked twice: {question:?}"
+        );
+    }
+
+    let nothing = TableFacts::local();
+    let verdicts = evaluate(NOW, &nothing, &Settings::default(), &[], &[]);
+    assert_eq!(verdicts.locks.len() + verdicts.unreadable.len(), 0);
+    let only_unreadable = evaluate(
+        NOW,
+        &nothing,
+        &Settings::default(),
+        &[],
+        &[unreadable(None, None)],
+    );
+    assert_eq!(only_unreadable.unreadable.len(), 1);
+    assert!(
+        nothing.batches.borrow().is_empty(),
+        "asked with no question: {:?}",
+        nothing.batches.borrow()
+    );
+    assert!(nothing.warnings.borrow().is_empty());
+}
+
+#[test]
+fn missing_answers_count_as_unknown_and_are_reported() {
+    let facts = TableFacts {
+        process: dead(),
+        answer_at_most: Some(0),
+        ..TableFacts::local()
+    };
+    let verdict = run(&facts, lock(MINUTE, LOCAL));
+    assert_eq!((verdict.rule, verdict.action), ("fresh", Action::Keep));
+    assert!(
+        verdict.reason.contains("the host gave no answer"),
+        "{}",
+        verdict.reason
+    );
+    let warnings = facts.warnings.borrow();
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0].contains("0 answers to 2 questions"),
+        "{}",
+        warnings[0]
+    );
 }
 
 #[test]
 fn reasons_carry_the_evidence_detail() {
     let facts = TableFacts {
-        local: Some(LOCAL),
         process: Some(Liveness::Dead("pid 4242 was started after the lock".into())),
-        ..TableFacts::default()
+        ..TableFacts::local()
     };
     let verdict = run(&facts, lock(MINUTE, LOCAL));
     assert!(
@@ -170,9 +401,8 @@ fn reasons_carry_the_evidence_detail() {
 #[test]
 fn an_old_lock_with_a_live_holder_is_kept_with_a_warning() {
     let facts = TableFacts {
-        local: Some(LOCAL),
         process: alive(),
-        ..TableFacts::default()
+        ..TableFacts::local()
     };
     let verdict = run(&facts, lock(2 * HOUR, LOCAL));
     assert_eq!(verdict.action, Action::Keep);
@@ -187,10 +417,9 @@ fn an_old_lock_with_a_live_holder_is_kept_with_a_warning() {
 fn with_no_evidence_decisions_equal_restics_age_rule() {
     let restic_is_stale = |time: i64| NOW - time > 30 * MINUTE;
     let facts = TableFacts {
-        local: Some(LOCAL),
         process: unknown(),
         host: unknown(),
-        ..TableFacts::default()
+        ..TableFacts::local()
     };
     // Ages from 3 h in the future to 3 h old, in steps that are not round,
     // plus the boundary and its neighbours.
@@ -209,9 +438,8 @@ fn with_no_evidence_decisions_equal_restics_age_rule() {
         })
         .collect();
     let verdicts = evaluate(NOW, &facts, &Settings::default(), &locks, &[]);
-    assert_eq!(verdicts.len(), locks.len());
-    for (lock, verdict) in locks.iter().zip(&verdicts) {
-        assert_eq!(verdict.id, lock.id);
+    assert_eq!(verdicts.locks.len(), locks.len());
+    for (lock, verdict) in locks.iter().zip(&verdicts.locks) {
         assert_eq!(
             verdict.action == Action::Remove,
             restic_is_stale(lock.time),
@@ -222,46 +450,206 @@ fn with_no_evidence_decisions_equal_restics_age_rule() {
 }
 
 #[test]
-fn unreadable_files_are_kept_and_reported() {
+fn stored_long_ago_counts_the_skew_once_and_names_the_storage_age() {
     let facts = TableFacts::default();
-    let file = UnreadableLock {
-        id: "ab".repeat(32),
-        size: 0,
-        problem: "empty file".into(),
+    let kept = run(&facts, stored_lock(MINUTE, "other", 31 * MINUTE));
+    assert_eq!((kept.rule, kept.action), ("fresh", Action::Keep));
+    let removed = run(&facts, stored_lock(MINUTE, "other", 2 * HOUR + 5 * SECOND));
+    assert_eq!(
+        (removed.rule, removed.action),
+        ("stored-long-ago", Action::Remove)
+    );
+    for part in [
+        "stored 2h5s ago by the storage's clock",
+        "stale-after 30m",
+        "max-clock-skew 1m",
+        "no inventory",
+    ] {
+        assert!(removed.reason.contains(part), "{part}: {}", removed.reason);
+    }
+
+    // A larger skew moves the boundary with it.
+    let settings = Settings {
+        max_clock_skew: 10 * MINUTE,
+        ..Settings::default()
     };
-    let verdicts = evaluate(NOW, &facts, &Settings::default(), &[], &[file]);
-    assert_eq!(verdicts.len(), 1);
-    assert_eq!(verdicts[0].action, Action::Keep);
-    assert_eq!(verdicts[0].rule, "unreadable");
-    assert!(verdicts[0].reason.contains("empty file"));
+    let at = |stored_ago| run_with(&facts, &settings, stored_lock(MINUTE, "other", stored_ago));
+    assert_eq!(at(40 * MINUTE).rule, "fresh");
+    assert_eq!(at(40 * MINUTE + 1).rule, "stored-long-ago");
+}
+
+#[test]
+fn an_unreadable_file_without_age_evidence_is_kept_and_reported() {
+    for file in [
+        unreadable(None, None),
+        unreadable(Some(59 * MINUTE), None),
+        unreadable(None, Some(59 * MINUTE)),
+        unreadable(Some(-3 * HOUR), Some(-3 * HOUR)),
+    ] {
+        let verdict = judge(&Settings::default(), file.clone());
+        assert_eq!(
+            (verdict.rule, verdict.action),
+            ("unreadable", Action::Keep),
+            "{file:?}"
+        );
+        assert!(verdict.reason.contains("empty file"), "{}", verdict.reason);
+        assert!(
+            verdict.reason.contains("unreadable-after 1h"),
+            "{}",
+            verdict.reason
+        );
+    }
+}
+
+#[test]
+fn unreadable_old_by_the_storage_honours_the_skew() {
+    let settings = Settings::default();
+    let kept = judge(&settings, unreadable(Some(HOUR + MINUTE), None));
+    assert_eq!((kept.rule, kept.action), ("unreadable", Action::Keep));
+    let removed = judge(&settings, unreadable(Some(HOUR + MINUTE + 1), None));
+    assert_eq!(
+        (removed.rule, removed.action),
+        ("unreadable-old", Action::Remove)
+    );
+    let removed = judge(&settings, unreadable(Some(3 * HOUR), None));
+    for part in [
+        "empty file",
+        "stored 3h ago by the storage's clock",
+        "unreadable-after 1h",
+    ] {
+        assert!(removed.reason.contains(part), "{part}: {}", removed.reason);
+    }
+}
+
+#[test]
+fn unreadable_old_by_first_sight_has_no_skew() {
+    let settings = Settings::default();
+    let kept = judge(&settings, unreadable(None, Some(HOUR)));
+    assert_eq!((kept.rule, kept.action), ("unreadable", Action::Keep));
+    let removed = judge(&settings, unreadable(None, Some(HOUR + 1)));
+    assert_eq!(
+        (removed.rule, removed.action),
+        ("unreadable-old", Action::Remove)
+    );
+    let removed = judge(&settings, unreadable(Some(MINUTE), Some(90 * MINUTE)));
+    assert_eq!(removed.rule, "unreadable-old");
+    for part in [
+        "empty file",
+        "first seen 1h30m ago by this host's clock",
+        "unreadable-after 1h",
+    ] {
+        assert!(removed.reason.contains(part), "{part}: {}", removed.reason);
+    }
+}
+
+#[test]
+fn unreadable_after_follows_a_longer_stale_after() {
+    let pairs = [("stale-after".to_owned(), "3h".to_owned())];
+    let settings = Settings::parse(&pairs).expect("valid settings");
+    assert_eq!(
+        judge(&settings, unreadable(None, Some(2 * HOUR))).rule,
+        "unreadable"
+    );
+    assert_eq!(
+        judge(&settings, unreadable(None, Some(3 * HOUR + 1))).rule,
+        "unreadable-old"
+    );
+}
+
+#[test]
+fn unreadable_files_keep_their_order_after_the_locks() {
+    let facts = TableFacts::default();
+    let files = [
+        unreadable(None, None),
+        unreadable(None, Some(2 * HOUR)),
+        unreadable(Some(MINUTE), None),
+    ];
+    let verdicts = evaluate(
+        NOW,
+        &facts,
+        &Settings::default(),
+        &[lock(31 * MINUTE, "other")],
+        &files,
+    );
+    assert_eq!(verdicts.locks.len(), 1);
+    let rules: Vec<&str> = verdicts.unreadable.iter().map(|v| v.rule).collect();
+    assert_eq!(rules, ["unreadable", "unreadable-old", "unreadable"]);
+}
+
+fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+    p.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn invalid(p: &[(&str, &str)]) -> String {
+    match Settings::parse(&pairs(p)) {
+        Err(PolicyError::InvalidSetting(m)) => m,
+        other => panic!("expected an invalid-setting error for {p:?}, got {other:?}"),
+    }
 }
 
 #[test]
 fn settings_are_validated() {
-    let pairs = |p: &[(&str, &str)]| -> Vec<(String, String)> {
-        p.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    };
     assert_eq!(Settings::parse(&[]).ok(), Some(Settings::default()));
     let custom = Settings::parse(&pairs(&[("stale-after", "2h"), ("max-clock-skew", "90s")]))
         .expect("valid settings");
     assert_eq!(custom.stale_after, 2 * HOUR);
     assert_eq!(custom.max_clock_skew, 90 * SECOND);
 
-    let message = |p: &[(&str, &str)]| match Settings::parse(&pairs(p)) {
-        Err(PolicyError::InvalidSetting(m)) => m,
-        other => panic!("expected an invalid-setting error, got {other:?}"),
+    let m = invalid(&[("stale-afer", "30m")]);
+    for name in [
+        "`stale-afer`",
+        "stale-after",
+        "max-clock-skew",
+        "unreadable-after",
+    ] {
+        assert!(m.contains(name), "{name}: {m}");
+    }
+    let m = invalid(&[("stale-after", "soon")]);
+    assert!(m.contains("`stale-after`") && m.contains("30m"), "{m}");
+    let m = invalid(&[("unreadable-after", "-1h")]);
+    assert!(m.contains("`unreadable-after`") && m.contains("30m"), "{m}");
+    let m = invalid(&[("stale-after", "0s")]);
+    assert!(m.contains("longer than 0"), "{m}");
+}
+
+#[test]
+fn unreadable_after_defaults_to_an_hour_or_a_longer_stale_after() {
+    let unreadable_after = |p: &[(&str, &str)]| {
+        Settings::parse(&pairs(p))
+            .expect("valid settings")
+            .unreadable_after
     };
-    let m = message(&[("stale-afer", "30m")]);
+    assert_eq!(Settings::default().unreadable_after, HOUR);
+    assert_eq!(unreadable_after(&[]), HOUR);
+    assert_eq!(unreadable_after(&[("stale-after", "10m")]), HOUR);
+    assert_eq!(unreadable_after(&[("stale-after", "2h")]), 2 * HOUR);
+    // An explicit value wins, in either order, down to 30m.
+    assert_eq!(
+        unreadable_after(&[("unreadable-after", "45m"), ("stale-after", "2h")]),
+        45 * MINUTE
+    );
+    assert_eq!(
+        unreadable_after(&[("unreadable-after", "30m")]),
+        30 * MINUTE
+    );
+
+    let m = invalid(&[("unreadable-after", "29m59s")]);
     assert!(
-        m.contains("`stale-afer`") && m.contains("stale-after"),
+        m.contains("`unreadable-after`") && m.contains("at least 30m"),
         "{m}"
     );
-    let m = message(&[("stale-after", "soon")]);
-    assert!(m.contains("`stale-after`") && m.contains("30m"), "{m}");
-    let m = message(&[("stale-after", "0s")]);
-    assert!(m.contains("longer than 0"), "{m}");
+}
+
+#[test]
+fn info_lists_every_setting_parse_accepts() {
+    let names: Vec<String> = info().settings.into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["stale-after", "max-clock-skew", "unreadable-after"]);
+    for name in &names {
+        let given = [(name.clone(), "2h".to_owned())];
+        assert!(Settings::parse(&given).is_ok(), "{name}");
+    }
 }
 
 #[test]
@@ -278,6 +666,6 @@ fn a_custom_stale_after_moves_the_boundary() {
         &[lock(2 * HOUR, "a"), lock(2 * HOUR + 1, "a")],
         &[],
     );
-    assert_eq!(verdicts[0].rule, "fresh");
-    assert_eq!(verdicts[1].rule, "expired");
+    assert_eq!(verdicts.locks[0].rule, "fresh");
+    assert_eq!(verdicts.locks[1].rule, "expired");
 }

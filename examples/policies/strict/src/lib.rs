@@ -7,10 +7,15 @@
 //! - otherwise the holder's own evidence decides, and a lock older than
 //!   `stale-after` (30m) with no evidence either way is removed, as in restic.
 //!
+//! Built against contract `lockwarden:policy@0.2.0`: it asks the host every
+//! question in one batch ([`questions`]) and answers with one verdict per
+//! lock and per unreadable file, in the request's order.
+//!
 //! Copy this directory to start a policy of your own; see
 //! docs/writing-a-policy.md. This file is glue only; the decisions are in
 //! [`rules`], tested natively.
 
+pub mod questions;
 pub mod rules;
 
 /// Bindings generated from the contract in `wit/`.
@@ -23,7 +28,7 @@ pub mod bindings {
 }
 
 use bindings::exports::lockwarden::policy::policy::Guest;
-use bindings::lockwarden::policy::types::{EvaluateRequest, PolicyError, PolicyInfo, Verdict};
+use bindings::lockwarden::policy::types::{EvaluateRequest, PolicyError, PolicyInfo, Verdicts};
 use bindings::lockwarden::policy::{clock, liveness};
 
 struct StrictPolicy;
@@ -33,23 +38,41 @@ impl Guest for StrictPolicy {
         rules::info()
     }
 
-    fn evaluate(request: EvaluateRequest) -> Result<Vec<Verdict>, PolicyError> {
+    fn evaluate(request: EvaluateRequest) -> Result<Verdicts, PolicyError> {
         let settings = rules::Settings::parse(&request.settings)?;
         let now = clock::now();
         let local = liveness::local_hostname();
-        let mut verdicts: Vec<Verdict> = request
+
+        // First every question, each once; then one call to the host.
+        let mut batch = questions::Batch::default();
+        let asked: Vec<(Option<usize>, usize)> = request
             .locks
             .iter()
             .map(|lock| {
                 // Only the host's own processes can be asked about.
                 let process = (local.as_deref() == Some(lock.hostname.as_str()))
-                    .then(|| liveness::process(&lock.hostname, lock.pid, lock.time));
-                let host = liveness::host(&lock.hostname, lock.time);
-                rules::decide(now, &settings, lock, process.as_ref(), &host)
+                    .then(|| batch.process(&lock.hostname, lock.pid, lock.time));
+                (process, batch.host(&lock.hostname, lock.time))
             })
             .collect();
-        verdicts.extend(request.unreadable.iter().map(rules::unreadable));
-        Ok(verdicts)
+        let answers = batch.answer(liveness::ask);
+
+        // One verdict per input, in the request's order.
+        let locks = request
+            .locks
+            .iter()
+            .zip(asked)
+            .map(|(lock, (process, host))| {
+                let process = process.map(|i| answers.get(i));
+                rules::decide(now, &settings, lock, process.as_ref(), &answers.get(host))
+            })
+            .collect();
+        let unreadable = request
+            .unreadable
+            .iter()
+            .map(|file| rules::unreadable(now, file))
+            .collect();
+        Ok(Verdicts { locks, unreadable })
     }
 }
 

@@ -10,9 +10,13 @@
 //! | expired         | older than `stale-after`                         | remove |
 //! | fresh           | otherwise                                        | keep   |
 //! | unreadable      | the file could not be read                       | keep   |
+//!
+//! Each function decides about one input and returns its verdict; the glue in
+//! `lib.rs` puts them in the request's order.
 
 use crate::bindings::lockwarden::policy::types::{
-    Action, Liveness, Lock, PolicyError, PolicyInfo, SettingInfo, UnreadableLock, Verdict,
+    Action, Liveness, Lock, PolicyError, PolicyInfo, SettingInfo, Timestamp, UnreadableLock,
+    Verdict,
 };
 
 const SECOND: i64 = 1_000_000_000;
@@ -227,20 +231,29 @@ pub fn decide(
         )
     };
     Verdict {
-        id: lock.id.clone(),
         action,
         rule: rule.into(),
         reason,
     }
 }
 
-/// Unreadable files are kept for a person to look at.
-pub fn unreadable(file: &UnreadableLock) -> Verdict {
+/// Unreadable files are kept for a person to look at, with the host's age
+/// evidence for them (`stored-at`, `first-seen`) in the reason when it has
+/// any.
+pub fn unreadable(now: Timestamp, file: &UnreadableLock) -> Verdict {
+    let ages: Vec<String> = [(file.stored_at, "stored"), (file.first_seen, "first seen")]
+        .into_iter()
+        .filter_map(|(at, what)| Some(format!("{what} {}s ago", now.saturating_sub(at?) / SECOND)))
+        .collect();
+    let ages = if ages.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", ages.join(", "))
+    };
     Verdict {
-        id: file.id.clone(),
         action: Action::Keep,
         rule: "unreadable".into(),
-        reason: format!("cannot read the lock file ({}); kept", file.problem),
+        reason: format!("cannot read the lock file ({}){ages}; kept", file.problem),
     }
 }
 
@@ -261,6 +274,7 @@ mod tests {
             uid: 0,
             gid: 0,
             first_seen: None,
+            stored_at: None,
         }
     }
 
@@ -297,6 +311,30 @@ mod tests {
         assert_eq!(
             rule(&s, &old, None, Liveness::Dead("x".into())),
             "trusted-host"
+        );
+    }
+
+    #[test]
+    fn unreadable_files_are_kept_with_their_ages() {
+        let file = |stored_at, first_seen| UnreadableLock {
+            id: "junk".into(),
+            size: 3,
+            problem: "not JSON".into(),
+            stored_at,
+            first_seen,
+        };
+        let now = 10 * HOUR;
+        let bare = unreadable(now, &file(None, None));
+        assert_eq!(
+            (bare.action, bare.rule.as_str()),
+            (Action::Keep, "unreadable")
+        );
+        assert_eq!(bare.reason, "cannot read the lock file (not JSON); kept");
+        let aged = unreadable(now, &file(Some(now - HOUR), Some(now - 90 * SECOND)));
+        assert_eq!(aged.action, Action::Keep);
+        assert_eq!(
+            aged.reason,
+            "cannot read the lock file (not JSON), stored 3600s ago, first seen 90s ago; kept"
         );
     }
 

@@ -3,9 +3,6 @@
 
 misbehave::policy!();
 
-fn evaluate(
-    _request: &EvaluateRequest,
-    _verdicts: Vec<Verdict>,
-) -> Result<Vec<Verdict>, PolicyError> {
+fn evaluate(_request: &EvaluateRequest, _verdicts: Verdicts) -> Result<Verdicts, PolicyError> {
     Err(PolicyError::Failed("the policy gave up on purpose".into()))
 }

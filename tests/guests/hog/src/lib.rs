@@ -3,10 +3,7 @@
 
 misbehave::policy!();
 
-fn evaluate(
-    _request: &EvaluateRequest,
-    _verdicts: Vec<Verdict>,
-) -> Result<Vec<Verdict>, PolicyError> {
+fn evaluate(_request: &EvaluateRequest, _verdicts: Verdicts) -> Result<Verdicts, PolicyError> {
     let mut hoard: Vec<Vec<u8>> = Vec::new();
     loop {
         hoard.push(vec![1; 1 << 20]);

@@ -1,16 +1,14 @@
-//! Judges stale a lock nobody asked about: the host must refuse the answer.
+//! Judges stale an unreadable file nobody asked about (one unreadable verdict
+//! more than the request has unreadable files): the host must refuse the
+//! answer.
 
 misbehave::policy!();
 
-fn evaluate(
-    _request: &EvaluateRequest,
-    mut verdicts: Vec<Verdict>,
-) -> Result<Vec<Verdict>, PolicyError> {
-    verdicts.push(Verdict {
-        id: "f".repeat(64),
+fn evaluate(_request: &EvaluateRequest, mut verdicts: Verdicts) -> Result<Verdicts, PolicyError> {
+    verdicts.unreadable.push(Verdict {
         action: Action::Remove,
         rule: "invented".into(),
-        reason: "an id nobody asked about".into(),
+        reason: "a file nobody asked about".into(),
     });
     Ok(verdicts)
 }

@@ -15,13 +15,13 @@ pub const CONTRACT_VERSION: &str = lockwarden_wit::VERSION;
 /// Makes the calling crate the `misbehave` policy component.
 ///
 /// The crate defines, at its root,
-/// `fn evaluate(request: &EvaluateRequest, verdicts: Vec<Verdict>) ->
-/// Result<Vec<Verdict>, PolicyError>`: `verdicts` keeps every lock and then
-/// every unreadable file of `request`, in that order, and what `evaluate`
-/// returns is the policy's answer. The macro brings `Action`,
-/// `EvaluateRequest`, `PolicyError` and `Verdict` into the crate root, and
-/// needs `wit-bindgen` among the crate's dependencies and the crate in
-/// `tests/guests/<behaviour>/` (for the path to `wit/`).
+/// `fn evaluate(request: &EvaluateRequest, verdicts: Verdicts) ->
+/// Result<Verdicts, PolicyError>`: `verdicts` keeps every lock and every
+/// unreadable file of `request`, one verdict each in the request's order, and
+/// what `evaluate` returns is the policy's answer. The macro brings `Action`,
+/// `EvaluateRequest`, `PolicyError`, `Verdict` and `Verdicts` into the crate
+/// root, and needs `wit-bindgen` among the crate's dependencies and the crate
+/// in `tests/guests/<behaviour>/` (for the path to `wit/`).
 #[macro_export]
 // `crate::` on purpose: the bindings and `evaluate` are the calling crate's.
 #[allow(clippy::crate_in_macro_def)]
@@ -34,7 +34,7 @@ macro_rules! policy {
 
         #[allow(unused_imports)]
         use bindings::lockwarden::policy::types::{
-            Action, EvaluateRequest, PolicyError, Verdict,
+            Action, EvaluateRequest, PolicyError, Verdict, Verdicts,
         };
 
         struct Misbehave;
@@ -50,20 +50,16 @@ macro_rules! policy {
                 }
             }
 
-            fn evaluate(request: EvaluateRequest) -> Result<Vec<Verdict>, PolicyError> {
-                let ids = request
-                    .locks
-                    .iter()
-                    .map(|l| l.id.clone())
-                    .chain(request.unreadable.iter().map(|u| u.id.clone()));
-                let verdicts = ids
-                    .map(|id| Verdict {
-                        id,
-                        action: Action::Keep,
-                        rule: "misbehave".into(),
-                        reason: "test guest".into(),
-                    })
-                    .collect();
+            fn evaluate(request: EvaluateRequest) -> Result<Verdicts, PolicyError> {
+                let keep = || Verdict {
+                    action: Action::Keep,
+                    rule: "misbehave".into(),
+                    reason: "test guest".into(),
+                };
+                let verdicts = Verdicts {
+                    locks: request.locks.iter().map(|_| keep()).collect(),
+                    unreadable: request.unreadable.iter().map(|_| keep()).collect(),
+                };
                 crate::evaluate(&request, verdicts)
             }
         }

@@ -1,11 +1,9 @@
-//! Leaves the last input without a verdict: the host must refuse the answer.
+//! Leaves the last lock without a verdict (one verdict fewer than the
+//! request has locks): the host must refuse the answer.
 
 misbehave::policy!();
 
-fn evaluate(
-    _request: &EvaluateRequest,
-    mut verdicts: Vec<Verdict>,
-) -> Result<Vec<Verdict>, PolicyError> {
-    verdicts.pop();
+fn evaluate(_request: &EvaluateRequest, mut verdicts: Verdicts) -> Result<Verdicts, PolicyError> {
+    verdicts.locks.pop();
     Ok(verdicts)
 }

@@ -3,9 +3,6 @@
 
 misbehave::policy!();
 
-fn evaluate(
-    _request: &EvaluateRequest,
-    _verdicts: Vec<Verdict>,
-) -> Result<Vec<Verdict>, PolicyError> {
+fn evaluate(_request: &EvaluateRequest, _verdicts: Verdicts) -> Result<Verdicts, PolicyError> {
     panic!("policy bug: index out of range");
 }

@@ -3,10 +3,7 @@
 
 misbehave::policy!();
 
-fn evaluate(
-    _request: &EvaluateRequest,
-    verdicts: Vec<Verdict>,
-) -> Result<Vec<Verdict>, PolicyError> {
+fn evaluate(_request: &EvaluateRequest, verdicts: Verdicts) -> Result<Verdicts, PolicyError> {
     let secret = std::fs::read("/etc/passwd").map(|b| b.len());
     std::hint::black_box(secret.ok());
     Ok(verdicts)

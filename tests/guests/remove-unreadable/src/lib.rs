@@ -1,13 +1,11 @@
-//! Keeps every lock but judges every unreadable lock file stale, which no
-//! host may act on.
+//! Keeps every lock but judges every unreadable lock file stale: the host
+//! acts on it only for a file it holds at least 30 minutes of age evidence
+//! for (`stored-at` or `first-seen`), and otherwise refuses the answer.
 
 misbehave::policy!();
 
-fn evaluate(
-    request: &EvaluateRequest,
-    mut verdicts: Vec<Verdict>,
-) -> Result<Vec<Verdict>, PolicyError> {
-    for verdict in verdicts.iter_mut().skip(request.locks.len()) {
+fn evaluate(_request: &EvaluateRequest, mut verdicts: Verdicts) -> Result<Verdicts, PolicyError> {
+    for verdict in &mut verdicts.unreadable {
         verdict.action = Action::Remove;
         verdict.rule = "remove-unreadable".into();
     }

@@ -3,10 +3,7 @@
 
 misbehave::policy!();
 
-fn evaluate(
-    _request: &EvaluateRequest,
-    _verdicts: Vec<Verdict>,
-) -> Result<Vec<Verdict>, PolicyError> {
+fn evaluate(_request: &EvaluateRequest, _verdicts: Verdicts) -> Result<Verdicts, PolicyError> {
     let env = std::env::vars().count();
     let args = std::env::args().count();
     let cwd = std::env::current_dir().is_ok();

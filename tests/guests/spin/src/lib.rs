@@ -2,10 +2,7 @@
 
 misbehave::policy!();
 
-fn evaluate(
-    _request: &EvaluateRequest,
-    verdicts: Vec<Verdict>,
-) -> Result<Vec<Verdict>, PolicyError> {
+fn evaluate(_request: &EvaluateRequest, verdicts: Verdicts) -> Result<Verdicts, PolicyError> {
     loop {
         std::hint::black_box(&verdicts);
     }

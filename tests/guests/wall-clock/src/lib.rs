@@ -3,10 +3,7 @@
 
 misbehave::policy!();
 
-fn evaluate(
-    _request: &EvaluateRequest,
-    verdicts: Vec<Verdict>,
-) -> Result<Vec<Verdict>, PolicyError> {
+fn evaluate(_request: &EvaluateRequest, verdicts: Verdicts) -> Result<Verdicts, PolicyError> {
     let now = std::time::SystemTime::now();
     std::hint::black_box(now);
     Ok(verdicts)

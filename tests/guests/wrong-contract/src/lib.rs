@@ -1,11 +1,12 @@
-//! A policy that implements `lockwarden:policy@0.2.0`, a contract this host
-//! does not know. The host must refuse it and name both versions.
+//! A policy that implements `lockwarden:policy@0.9.0`, a contract version no
+//! host knows. The host must refuse it and name its version and the versions
+//! it runs.
 
 #[allow(missing_docs, unsafe_code)]
 mod bindings {
     wit_bindgen::generate!({
         inline: "
-            package lockwarden:policy@0.2.0;
+            package lockwarden:policy@0.9.0;
             interface policy {
                 evaluate-all: func(ids: list<string>) -> list<string>;
             }
