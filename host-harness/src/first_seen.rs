@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{FlockOperation, flock};
 use serde::{Deserialize, Serialize};
 
-use crate::contract::Lock;
 use crate::files::{ReadError, read_regular_file};
+use crate::repo::LockSet;
 
 /// A state file lists at most `limits::LISTING_ENTRIES` ids (about 10 MiB).
 const STATE_FILE_LIMIT: u64 = 32 * 1024 * 1024;
@@ -94,15 +94,15 @@ impl FirstSeenStore {
         self.dir.join(format!("{safe}.json"))
     }
 
-    /// Records `now` for every lock not seen before, forgets ids no longer
-    /// present, and sets each lock's `first_seen`. Elapsed time is kept by
+    /// Records `now` for every lock and unreadable file not seen before,
+    /// forgets ids no longer present, and sets each one's `first_seen`. Elapsed time is kept by
     /// the boot-time clock, so a wall-clock step between two checks cannot
     /// make a lock look older than it is; a record from another boot starts
     /// afresh.
     pub fn observe(
         &self,
         repo_id: &str,
-        locks: &mut [Lock],
+        set: &mut LockSet,
         now: i64,
     ) -> Result<(), FirstSeenError> {
         let path = self.path(repo_id);
@@ -127,16 +127,21 @@ impl FirstSeenStore {
         };
         let mut next = BTreeMap::new();
         let mut next_boot = BTreeMap::new();
-        for lock in locks.iter_mut() {
+        let locks = set.locks.iter_mut().map(|l| (&l.id, &mut l.first_seen));
+        let files = set
+            .unreadable
+            .iter_mut()
+            .map(|u| (&u.id, &mut u.first_seen));
+        for (id, first_seen) in locks.chain(files) {
             let wall = state
                 .first_seen
-                .remove(&lock.id)
+                .remove(id)
                 .and_then(|t| parse_rfc3339(&t).ok());
-            let since_boot = state.seen_since_boot.remove(&lock.id);
+            let since_boot = state.seen_since_boot.remove(id);
             let (seen, seen_boot) = clocks.first_sight(wall, since_boot);
-            lock.first_seen = Some(seen);
-            next.insert(lock.id.clone(), format_rfc3339(seen));
-            next_boot.insert(lock.id.clone(), seen_boot);
+            *first_seen = Some(seen);
+            next.insert(id.clone(), format_rfc3339(seen));
+            next_boot.insert(id.clone(), seen_boot);
         }
         state.repository = repo_id.to_owned();
         state.first_seen = next;
@@ -212,21 +217,36 @@ fn lock_file(path: &Path) -> std::io::Result<File> {
 mod tests {
     use super::*;
 
-    use crate::contract::test_lock as lock;
+    use crate::contract::{UnreadableLock, test_lock};
+
+    /// Locks with these ids.
+    fn locks(ids: &[&str]) -> LockSet {
+        LockSet {
+            locks: ids.iter().map(|id| test_lock(id)).collect(),
+            unreadable: Vec::new(),
+        }
+    }
+
+    fn seen(set: &LockSet) -> Vec<Option<i64>> {
+        let locks = set.locks.iter().map(|l| l.first_seen);
+        locks
+            .chain(set.unreadable.iter().map(|u| u.first_seen))
+            .collect()
+    }
 
     #[test]
     fn remembers_first_sight_and_prunes_what_is_gone() {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = FirstSeenStore::new(dir.path().join("state"));
-        let mut first = [lock("a"), lock("b")];
+        let mut first = locks(&["a", "b"]);
         store.observe("repo", &mut first, 100).expect("observe");
-        assert_eq!(first.map(|l| l.first_seen), [Some(100), Some(100)]);
+        assert_eq!(seen(&first), [Some(100), Some(100)]);
 
         // A new process, later: "a" keeps its time, "c" is new, "b" is gone.
         let again = FirstSeenStore::new(dir.path().join("state"));
-        let mut second = [lock("a"), lock("c")];
+        let mut second = locks(&["a", "c"]);
         again.observe("repo", &mut second, 500).expect("observe");
-        assert_eq!(second.clone().map(|l| l.first_seen), [Some(100), Some(500)]);
+        assert_eq!(seen(&second), [Some(100), Some(500)]);
         let text = std::fs::read_to_string(again.path("repo")).expect("state file");
         assert!(!text.contains("\"b\""), "pruned: {text}");
 
@@ -238,19 +258,43 @@ mod tests {
     }
 
     #[test]
+    fn unreadable_files_are_remembered_too() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = FirstSeenStore::new(dir.path().join("state"));
+        let unreadable = |id: &str| UnreadableLock {
+            id: id.into(),
+            size: 0,
+            problem: "empty file".into(),
+            stored_at: None,
+            first_seen: None,
+        };
+        let mut first = LockSet {
+            locks: vec![test_lock("a")],
+            unreadable: vec![unreadable("bad")],
+        };
+        store.observe("repo", &mut first, 100).expect("observe");
+        let mut later = LockSet {
+            locks: Vec::new(),
+            unreadable: vec![unreadable("bad"), unreadable("new")],
+        };
+        store.observe("repo", &mut later, 900).expect("observe");
+        assert_eq!(seen(&later), [Some(100), Some(900)]);
+    }
+
+    #[test]
     fn a_wall_clock_step_does_not_age_a_lock() {
         const DAY: i64 = 86_400 * 1_000_000_000;
         let dir = tempfile::tempdir().expect("temp dir");
         let store = FirstSeenStore::new(dir.path().join("state"));
         // First seen while the clock was a day behind; corrected since.
-        let mut locks = [lock("a")];
+        let mut locks = locks(&["a"]);
         store
             .observe("repo", &mut locks, 10 * DAY - DAY)
             .expect("observe");
         store
             .observe("repo", &mut locks, 10 * DAY)
             .expect("observe");
-        let seen = locks[0].first_seen.expect("seen");
+        let seen = locks.locks[0].first_seen.expect("seen");
         assert!(
             10 * DAY - seen < 60 * 1_000_000_000,
             "aged by the step: {seen}"
@@ -266,7 +310,7 @@ mod tests {
         store
             .observe("repo", &mut locks, 10 * DAY)
             .expect("observe");
-        assert_eq!(locks[0].first_seen, Some(10 * DAY));
+        assert_eq!(locks.locks[0].first_seen, Some(10 * DAY));
     }
 
     #[test]
@@ -277,18 +321,20 @@ mod tests {
         std::fs::create_dir(&shared).expect("mkdir");
         std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
         let err = FirstSeenStore::new(shared)
-            .observe("repo", &mut [lock("a")], 1)
+            .observe("repo", &mut locks(&["a"]), 1)
             .expect_err("world-writable");
         assert!(err.to_string().contains("writable by others"), "{err}");
 
         let private = dir.path().join("private");
         let store = FirstSeenStore::new(private.clone());
-        store.observe("repo", &mut [lock("a")], 1).expect("observe");
+        store
+            .observe("repo", &mut locks(&["a"]), 1)
+            .expect("observe");
         let victim = dir.path().join("victim");
         std::fs::write(&victim, "root's file").expect("write");
         std::fs::remove_file(private.join("repo.lock")).expect("rm");
         std::os::unix::fs::symlink(&victim, private.join("repo.lock")).expect("plant");
-        assert!(store.observe("repo", &mut [lock("a")], 2).is_err());
+        assert!(store.observe("repo", &mut locks(&["a"]), 2).is_err());
         assert_eq!(
             std::fs::read_to_string(&victim).expect("victim"),
             "root's file"

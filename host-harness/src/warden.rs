@@ -124,7 +124,7 @@ impl Warden {
         let mut set = repo.read_locks()?;
         let now = crate::time::now();
         if let Some(store) = &self.first_seen {
-            store.observe(&repo.config().id, &mut set.locks, now)?;
+            store.observe(&repo.config().id, &mut set, now)?;
         }
         // Two locks with one (hostname, time) count as seen at the later sight.
         let mut observed = Observations::new();

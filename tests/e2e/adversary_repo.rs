@@ -240,6 +240,69 @@ fn a_policy_judging_an_unreadable_file_stale_removes_nothing() {
     check.assert_exit(1, "unreadable");
 }
 
+/// Sets the modification time of lock file `id` to `seconds` ago.
+fn age_lock_file(repo: &TestRepo, id: &str, seconds: u64) {
+    let path = repo.path.join("locks").join(id);
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(seconds);
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(when))
+        .unwrap_or_else(|e| panic!("cannot age {}: {e}", path.display()));
+}
+
+/// Contract 0.2.0: an empty or corrupt lock file (a crash mid-write, a full
+/// disk) that the storage stored longer than `unreadable-after` ago is
+/// removed by the default policy, naming its age and where it came from,
+/// and restic works afterwards; a young one, and a live holder's lock, stay.
+/// A REMOVE_UNREADABLE policy may remove the old ones too, and still not the
+/// young one: the whole job fails instead.
+#[test]
+fn unreadable_lock_files_stored_long_ago_are_removed() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+    let holder = lockwarden_tests::restic::Holder::start(&repo);
+    let live = repo.lock_ids();
+    let empty = "0e".repeat(32);
+    writer.write_named(&empty, b"");
+    let corrupt = writer.write_bytes(&[0x5a; 200]);
+    let young = writer.write_bytes(&[0x33; 120]);
+    age_lock_file(&repo, &empty, 2 * 3600);
+    age_lock_file(&repo, &corrupt, 90 * 60);
+    age_lock_file(&repo, &young, 20 * 60);
+
+    let out = warden(&repo, "check", &["--json"]);
+    let report = doc(&out);
+    assert_eq!(verdict(&report, &empty), pair("remove", "unreadable-old"));
+    assert_eq!(verdict(&report, &corrupt), pair("remove", "unreadable-old"));
+    assert_eq!(verdict(&report, &young), pair("keep", "unreadable"));
+    let reason = find(&report, "unreadable", &empty).expect("reported")["reason"]
+        .as_str()
+        .expect("reason")
+        .to_owned();
+    assert!(
+        reason.contains("stored 2h") && reason.contains("storage's clock"),
+        "the reason names the age and where it came from: {reason}"
+    );
+    let stored_at = &find(&report, "unreadable", &empty).expect("reported")["stored_at"];
+    assert!(stored_at.is_string(), "stored_at is reported: {stored_at}");
+
+    // A policy that removes every unreadable file fails on the young one.
+    let policy = guests::REMOVE_UNREADABLE.path();
+    let policy = policy.to_str().expect("utf-8");
+    let refused = warden(&repo, "unlock", &["--policy", policy]);
+    refused.assert_exit(1, "at least 30m");
+    assert_eq!(repo.lock_ids().len(), live.len() + 3, "{refused:?}");
+
+    let mut left: Vec<String> = live.iter().cloned().collect();
+    left.push(young.clone());
+    let left: Vec<&str> = left.iter().map(String::as_str).collect();
+    assert_unlock_leaves(&repo, &left);
+    holder.finish();
+    fs::remove_file(repo.path.join("locks").join(&young)).expect("rm young");
+    repo.assert_usable();
+}
+
 /// Item 7: a lock file over 64 KiB is unreadable without being read into
 /// memory; its problem says its size in bytes and the JSON report gives its
 /// real size. A 1 GiB sparse file and a 70 KiB one are both kept.

@@ -184,9 +184,10 @@ fn info_lists_the_settings_with_defaults() {
     assert_eq!(text.code, 0, "{text:?}");
     for want in [
         "lockwarden-default",
-        "lockwarden:policy@0.1.0",
+        "lockwarden:policy@0.2.0",
         "stale-after",
         "max-clock-skew",
+        "unreadable-after",
     ] {
         assert!(
             text.stdout.contains(want),
@@ -207,6 +208,13 @@ fn info_lists_the_settings_with_defaults() {
             )
         })
         .collect();
-    assert_eq!(settings, [("stale-after", "30m"), ("max-clock-skew", "1m")]);
-    assert_eq!(doc["contract_version"], "0.1.0");
+    assert_eq!(
+        settings,
+        [
+            ("stale-after", "30m"),
+            ("max-clock-skew", "1m"),
+            ("unreadable-after", "1h (or stale-after, when longer)")
+        ]
+    );
+    assert_eq!(doc["contract_version"], "0.2.0");
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use lockwarden::contract::{Action, EvaluateRequest, Lock, Repository, UnreadableLock};
 use lockwarden::evidence::Recorded;
-use lockwarden::runtime::{ArtifactCache, Limits, PluginError, Policy, Runtime};
+use lockwarden::runtime::{ArtifactCache, Limits, PluginError, Policy, Runtime, Verdicts};
 use lockwarden_tests::{Guest, guests};
 
 const MINUTE: i64 = 60_000_000_000;
@@ -27,10 +27,12 @@ fn lock(n: u8, age: i64) -> Lock {
         uid: 0,
         gid: 0,
         first_seen: None,
+        stored_at: None,
     }
 }
 
-fn request(locks: Vec<Lock>) -> EvaluateRequest {
+/// `locks` and one empty lock file, stored `unreadable_age` ago.
+fn request_with(locks: Vec<Lock>, unreadable_age: Option<i64>) -> EvaluateRequest {
     EvaluateRequest {
         repository: Repository {
             id: "5e1f".into(),
@@ -43,24 +45,41 @@ fn request(locks: Vec<Lock>) -> EvaluateRequest {
             id: "ee".repeat(32),
             size: 0,
             problem: "empty file".into(),
+            stored_at: unreadable_age.map(|age| NOW - age),
+            first_seen: None,
         }],
         settings: vec![],
     }
 }
 
-fn evaluate(rt: &Runtime, policy: &Policy) -> Result<Vec<(String, Action, String)>, PluginError> {
-    let req = request(vec![lock(1, 31 * MINUTE), lock(2, 29 * MINUTE)]);
+fn request(locks: Vec<Lock>) -> EvaluateRequest {
+    request_with(locks, None)
+}
+
+/// Each input's id with the action and rule of its verdict.
+fn judge(
+    rt: &Runtime,
+    policy: &Policy,
+    req: EvaluateRequest,
+) -> Result<Vec<(String, Action, String)>, PluginError> {
     let outcome = rt.evaluate(
         policy,
         NOW,
         Arc::new(Recorded::new(Some("vm".into()))),
         &req,
     )?;
-    Ok(outcome
-        .verdicts
+    Ok(Verdicts::pair(req, outcome.verdicts)
         .all()
-        .map(|(_, v)| (v.id.clone(), v.action, v.rule.clone()))
+        .map(|(s, v)| (s.id().to_owned(), v.action, v.rule.clone()))
         .collect())
+}
+
+fn evaluate(rt: &Runtime, policy: &Policy) -> Result<Vec<(String, Action, String)>, PluginError> {
+    judge(
+        rt,
+        policy,
+        request(vec![lock(1, 31 * MINUTE), lock(2, 29 * MINUTE)]),
+    )
 }
 
 fn load_guest(rt: &Runtime, behaviour: Guest) -> Result<Policy, PluginError> {
@@ -74,7 +93,8 @@ fn default_policy_judges_by_age_when_nothing_else_is_known() {
     let rt = runtime();
     let policy = rt.load_default().expect("default policy loads");
     assert_eq!(policy.info().name, "lockwarden-default");
-    assert_eq!(policy.info().contract_version, "0.1.0");
+    assert_eq!(policy.info().contract_version, "0.2.0");
+    assert_eq!(policy.contract(), "0.2.0");
     let verdicts = evaluate(&rt, &policy).expect("evaluates");
     let summary: Vec<_> = verdicts.iter().map(|(_, a, r)| (*a, r.as_str())).collect();
     assert_eq!(
@@ -85,6 +105,91 @@ fn default_policy_judges_by_age_when_nothing_else_is_known() {
             (Action::Keep, "unreadable")
         ]
     );
+}
+
+/// The default policy built against contract 0.1.0 (a test guest, built from
+/// the current rules) loads and judges in this host, without the facts 0.1.0
+/// does not have: a lock and an empty file the storage stored two hours ago
+/// are judged by the lock's own time and kept, where the 0.2.0 build removes
+/// both by their storage age.
+#[test]
+fn a_contract_0_1_policy_keeps_loading_and_judging() {
+    let rt = runtime();
+    let old = load_guest(&rt, guests::DEFAULT_0_1).expect("a 0.1.0 policy loads");
+    assert_eq!(old.contract(), "0.1.0");
+    assert_eq!(old.info().contract_version, "0.1.0");
+    assert_eq!(old.info().name, "lockwarden-default");
+    let current = rt.load_default().expect("default");
+    let stored_long_ago = || {
+        let mut young = lock(3, 5 * MINUTE);
+        young.stored_at = Some(NOW - 120 * MINUTE);
+        request_with(
+            vec![lock(1, 31 * MINUTE), lock(2, 29 * MINUTE), young],
+            Some(120 * MINUTE),
+        )
+    };
+    let rules = |policy: &Policy| -> Vec<(Action, String)> {
+        judge(&rt, policy, stored_long_ago())
+            .expect("evaluates")
+            .into_iter()
+            .map(|(_, action, rule)| (action, rule))
+            .collect()
+    };
+    let owned = |pairs: &[(Action, &str)]| -> Vec<(Action, String)> {
+        pairs.iter().map(|(a, r)| (*a, (*r).to_owned())).collect()
+    };
+    assert_eq!(
+        rules(&old),
+        owned(&[
+            (Action::Remove, "expired"),
+            (Action::Keep, "fresh"),
+            (Action::Keep, "fresh"),
+            (Action::Keep, "unreadable"),
+        ])
+    );
+    assert_eq!(
+        rules(&current),
+        owned(&[
+            (Action::Remove, "expired"),
+            (Action::Keep, "fresh"),
+            (Action::Remove, "stored-long-ago"),
+            (Action::Remove, "unreadable-old"),
+        ])
+    );
+    // The same answers to the same questions, asked one by one (0.1.0) or in
+    // one batch (0.2.0), give the same verdicts where both have the facts.
+    let plain = || request(vec![lock(1, 31 * MINUTE), lock(2, 29 * MINUTE)]);
+    assert_eq!(
+        judge(&rt, &old, plain()).expect("0.1.0"),
+        judge(&rt, &current, plain()).expect("0.2.0")
+    );
+}
+
+/// Whatever a policy says, an unreadable file goes only when the host holds
+/// 30 minutes of its own age evidence for it; a `remove` for a younger one
+/// is an error, under either contract.
+#[test]
+fn removing_a_young_unreadable_file_is_refused() {
+    let rt = runtime();
+    let remover = load_guest(&rt, guests::REMOVE_UNREADABLE).expect("guest loads");
+    for age in [None, Some(29 * MINUTE)] {
+        let error =
+            judge(&rt, &remover, request_with(vec![lock(1, MINUTE)], age)).expect_err("refused");
+        let message = error.to_string();
+        assert!(
+            matches!(error, PluginError::BadVerdicts { .. }),
+            "{message}"
+        );
+        assert!(message.contains("at least 30m"), "{message}");
+        assert!(message.contains("nothing was removed"), "{message}");
+    }
+    let old = judge(
+        &rt,
+        &remover,
+        request_with(vec![lock(1, MINUTE)], Some(30 * MINUTE)),
+    )
+    .expect("30 minutes of storage age is enough");
+    assert_eq!(old[1].1, Action::Remove);
 }
 
 /// Loads `behaviour`, evaluates, and checks that the failure is the expected
@@ -146,9 +251,9 @@ fn a_policy_that_allocates_without_end_hits_the_memory_cap() {
 #[test]
 fn missing_duplicate_and_invented_verdicts_are_refused() {
     for (behaviour, want) in [
-        (guests::OMIT, "no verdict for 1 of 3 inputs"),
-        (guests::DUPLICATE, "two verdicts for `0101"),
-        (guests::INVENT, "a verdict for `ffff"),
+        (guests::OMIT, "1 verdicts for 2 locks"),
+        (guests::DUPLICATE, "3 verdicts for 2 locks"),
+        (guests::INVENT, "2 verdicts for 1 unreadable files"),
     ] {
         let message =
             assert_evaluation_fails(behaviour, |e| matches!(e, PluginError::BadVerdicts { .. }));
@@ -206,8 +311,8 @@ fn a_policy_of_another_contract_version_is_refused_naming_both() {
         matches!(error, PluginError::ContractMismatch { .. }),
         "{message}"
     );
-    assert!(message.contains("lockwarden:policy@0.2.0"), "{message}");
-    assert!(message.contains("lockwarden:policy@0.1.0"), "{message}");
+    assert!(message.contains("lockwarden:policy@0.9.0"), "{message}");
+    assert!(message.contains("0.2.x or 0.1.x"), "{message}");
 }
 
 #[test]
