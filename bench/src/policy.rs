@@ -8,8 +8,7 @@ use std::time::Instant;
 use lockwarden::contract::{self, EvaluateRequest, Liveness, Repository};
 use lockwarden::evidence::Recorded;
 use lockwarden::runtime::{ArtifactCache, Limits, Runtime};
-use lockwarden_policy::bindings::lockwarden::policy::types as native;
-use lockwarden_policy::rules::{self, Facts, Settings};
+use lockwarden_policy_rules::{self as rules, Facts, Question, Settings};
 
 use lockwarden::stats::Summary;
 
@@ -27,24 +26,34 @@ struct Spec {
     local: bool,
 }
 
-/// The lock a [`Spec`] describes, as `$lock`: the host's contract type and
-/// the policy's native type have the same fields, and both requests must
-/// hold the same locks.
-macro_rules! lock {
-    ($lock:path, $spec:expr) => {{
-        let s: &Spec = $spec;
-        $lock {
-            id: s.id.clone(),
-            time: s.time,
-            exclusive: false,
-            hostname: s.hostname.clone(),
-            username: "root".into(),
-            pid: s.pid,
-            uid: 0,
-            gid: 0,
-            first_seen: None,
-        }
-    }};
+/// The lock a [`Spec`] describes, as the host's contract type.
+fn host_lock(s: &Spec) -> contract::Lock {
+    contract::Lock {
+        id: s.id.clone(),
+        time: s.time,
+        exclusive: false,
+        hostname: s.hostname.clone(),
+        username: "root".into(),
+        pid: s.pid,
+        uid: 0,
+        gid: 0,
+        first_seen: None,
+        stored_at: None,
+    }
+}
+
+/// The same lock as the rules' own type.
+fn native_lock(s: &Spec) -> rules::Lock {
+    rules::Lock {
+        id: s.id.clone(),
+        time: s.time,
+        exclusive: false,
+        hostname: s.hostname.clone(),
+        username: "root".into(),
+        pid: s.pid,
+        first_seen: None,
+        stored_at: None,
+    }
 }
 
 fn specs(n: usize) -> Vec<Spec> {
@@ -83,7 +92,7 @@ fn host_request(specs: &[Spec]) -> (EvaluateRequest, Recorded) {
                 process,
                 Liveness::Unknown("no inventory".into()),
             );
-            lock!(contract::Lock, s)
+            host_lock(s)
         })
         .collect();
     let request = EvaluateRequest {
@@ -100,28 +109,37 @@ fn host_request(specs: &[Spec]) -> (EvaluateRequest, Recorded) {
     (request, evidence)
 }
 
-/// The same answers as the host's recorded evidence, served natively.
+/// The same answers as the host's recorded evidence, served natively: the
+/// same lookups, without the boundary.
 struct NativeFacts {
-    process: HashMap<(String, i64, i64), native::Liveness>,
+    process: HashMap<(String, i64, i64), rules::Liveness>,
 }
 
 impl Facts for NativeFacts {
     fn local_hostname(&self) -> Option<String> {
         Some("vm".into())
     }
-    fn process(&self, hostname: &str, pid: i64, since: i64) -> native::Liveness {
-        self.process
-            .get(&(hostname.to_owned(), pid, since))
-            .cloned()
-            .unwrap_or(native::Liveness::Unknown("not this machine".into()))
-    }
-    fn host(&self, _hostname: &str, _since: i64) -> native::Liveness {
-        native::Liveness::Unknown("no inventory".into())
+    fn ask(&self, questions: Vec<Question>) -> Vec<rules::Liveness> {
+        questions
+            .into_iter()
+            .map(|q| match q {
+                Question::Process {
+                    hostname,
+                    pid,
+                    since,
+                } => self
+                    .process
+                    .get(&(hostname, pid, since))
+                    .cloned()
+                    .unwrap_or(rules::Liveness::Unknown("not this machine".into())),
+                Question::Host { .. } => rules::Liveness::Unknown("no inventory".into()),
+            })
+            .collect()
     }
     fn warn(&self, _message: &str) {}
 }
 
-fn native_request(specs: &[Spec]) -> (Vec<native::Lock>, NativeFacts) {
+fn native_request(specs: &[Spec]) -> (Vec<rules::Lock>, NativeFacts) {
     let mut process = HashMap::new();
     let locks = specs
         .iter()
@@ -129,10 +147,10 @@ fn native_request(specs: &[Spec]) -> (Vec<native::Lock>, NativeFacts) {
             if s.local {
                 process.insert(
                     (s.hostname.clone(), s.pid, s.time),
-                    native::Liveness::Dead("no such process".into()),
+                    rules::Liveness::Dead("no such process".into()),
                 );
             }
-            lock!(native::Lock, s)
+            native_lock(s)
         })
         .collect();
     (locks, NativeFacts { process })
@@ -155,6 +173,9 @@ pub struct Evaluation {
     pub locks: usize,
     /// The component, through `Runtime::evaluate` (fresh store, checks).
     pub wasm: Summary,
+    /// The same rules built against contract 0.1.0 (one host call per
+    /// question, verdicts naming their lock's id), the same way.
+    pub v0_1: Summary,
     /// The rules compiled natively.
     pub native: Summary,
 }
@@ -163,6 +184,11 @@ pub struct Evaluation {
 pub fn evaluation() -> Vec<Evaluation> {
     let runtime = Runtime::new(Limits::default(), None).expect("engine");
     let policy = runtime.load_default().expect("default policy");
+    let path = lockwarden_tests::guests::DEFAULT_0_1.path();
+    let bytes = std::fs::read(path).expect("the 0.1.0 build of the default policy");
+    let v0_1_policy = runtime
+        .load(&path.display().to_string(), &bytes)
+        .expect("0.1.0 policy");
     let settings = Settings::default();
     [(1, 2000), (100, 500), (10_000, 30)]
         .into_iter()
@@ -176,9 +202,9 @@ pub fn evaluation() -> Vec<Evaluation> {
                 .evaluate(&policy, NOW, evidence.clone(), &request)
                 .expect("evaluate");
             let native_out = rules::evaluate(NOW, &facts, &settings, &locks, &[]);
-            assert_eq!(wasm_out.verdicts.len(), native_out.len());
-            for ((_, w), n) in wasm_out.verdicts.all().zip(&native_out) {
-                assert_eq!((&w.id, &w.rule, &w.reason), (&n.id, &n.rule, &n.reason));
+            assert_eq!(wasm_out.verdicts.locks.len(), native_out.locks.len());
+            for (w, n) in wasm_out.verdicts.locks.iter().zip(&native_out.locks) {
+                assert_eq!((w.rule.as_str(), &w.reason), (n.rule, &n.reason));
             }
             let wasm = time(reps, || {
                 runtime
@@ -188,9 +214,22 @@ pub fn evaluation() -> Vec<Evaluation> {
             let native = time(reps, || {
                 rules::evaluate(NOW, &facts, &settings, &locks, &[])
             });
+            let v0_1_out = runtime
+                .evaluate(&v0_1_policy, NOW, evidence.clone(), &request)
+                .expect("evaluate 0.1.0");
+            assert_eq!(
+                v0_1_out.verdicts, wasm_out.verdicts,
+                "0.1.0 and 0.2.0 agree"
+            );
+            let v0_1 = time(reps, || {
+                runtime
+                    .evaluate(&v0_1_policy, NOW, evidence.clone(), &request)
+                    .expect("evaluate")
+            });
             Evaluation {
                 locks: n,
                 wasm,
+                v0_1,
                 native,
             }
         })
