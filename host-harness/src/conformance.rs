@@ -462,7 +462,10 @@ mod tests {
         assert_eq!(new.needs_newer_than("0.2.1"), None);
         assert_eq!(new.needs_newer_than("0.10.0"), None, "numbers, not text");
         assert_eq!(new.needs_newer_than("1.0.0"), None);
-        assert_eq!(case_needing(Some("0.10.0")).needs_newer_than("0.9.0"), Some("0.10.0"));
+        assert_eq!(
+            case_needing(Some("0.10.0")).needs_newer_than("0.9.0"),
+            Some("0.10.0")
+        );
         assert_eq!(version_key("0.2"), None);
         assert_eq!(version_key("0.2.0.1"), None);
         assert_eq!(version_key("0.x.0"), None);
