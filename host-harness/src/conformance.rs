@@ -4,6 +4,7 @@
 //!
 //! ```json
 //! {"description": "a lock 1ns past stale-after is removed",
+//!  "contract": "0.2.0",
 //!  "now": "...", "locks": [...], "settings": {...},
 //!  "expect": {
 //!    "verdicts": [{"id": "a", "action": "remove", "rule": "expired",
@@ -17,6 +18,12 @@
 //! listed verdicts are looked up by id and `counts` gives the number of
 //! verdicts per rule. `logs`, when present, lists every log line. `error`
 //! means the policy must refuse the request.
+//!
+//! `contract`, when present, is the least contract version whose facts the
+//! case needs (such as `stored-at`, new in 0.2.0): a policy implementing an
+//! older contract never receives those facts, so [`run_suite`] skips the case
+//! for it and counts it as skipped. Without `contract` a case holds for every
+//! contract version the host runs.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,16 +43,20 @@ pub struct Case {
     pub name: String,
     /// What it checks.
     pub description: String,
+    /// The least contract version the case needs, if any.
+    pub contract: Option<String>,
     /// What the policy must answer.
     pub expect: Expect,
     text: String,
 }
 
-/// The `description` and `expect` fields of a case.
+/// The `description`, `contract` and `expect` fields of a case.
 #[derive(Debug, Deserialize)]
 struct CaseMeta {
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    contract: Option<String>,
     expect: Expect,
 }
 
@@ -122,18 +133,121 @@ pub fn load(path: &Path) -> Result<Case, String> {
         .map_err(|e| fail(format!("it {e}")))?;
     let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8 text".into()))?;
     let meta: CaseMeta = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
+    if let Some(contract) = &meta.contract
+        && version_key(contract).is_none()
+    {
+        return Err(fail(format!(
+            "`contract` is `{}`, not a version such as `0.2.0`",
+            crate::text::escape(contract)
+        )));
+    }
     Ok(Case {
         name: path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default(),
         description: meta.description,
+        contract: meta.contract,
         expect: meta.expect,
         text,
     })
 }
 
+/// `major.minor.patch` as numbers, for ordering contract versions.
+fn version_key(version: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
+    let key = (parts.next()??, parts.next()??, parts.next()??);
+    parts.next().is_none().then_some(key)
+}
+
+/// What running one case gave.
+#[derive(Debug)]
+pub enum CaseResult {
+    /// The case needs facts of a newer contract than the policy implements.
+    Skipped {
+        /// The contract version the case needs.
+        needs: String,
+    },
+    /// The case ran: what the policy answered, and each difference from
+    /// what the case expects (none when it passed).
+    Ran {
+        /// What the policy answered, or `{"host_error": ...}`.
+        observed: Value,
+        /// One line per difference.
+        problems: Vec<String>,
+    },
+}
+
+/// Every case of a suite with what running it gave, in the suite's order.
+#[derive(Debug)]
+pub struct SuiteRun<'a> {
+    /// The contract version the policy implements.
+    pub contract: &'static str,
+    /// Each case and its result.
+    pub results: Vec<(&'a Case, CaseResult)>,
+}
+
+impl SuiteRun<'_> {
+    /// How many cases ran and passed.
+    pub fn passed(&self) -> usize {
+        self.count(|r| matches!(r, CaseResult::Ran { problems, .. } if problems.is_empty()))
+    }
+
+    /// How many cases ran and failed.
+    pub fn failed(&self) -> usize {
+        self.count(|r| matches!(r, CaseResult::Ran { problems, .. } if !problems.is_empty()))
+    }
+
+    /// How many cases were skipped because they need a newer contract.
+    pub fn skipped(&self) -> usize {
+        self.count(|r| matches!(r, CaseResult::Skipped { .. }))
+    }
+
+    fn count(&self, which: impl Fn(&CaseResult) -> bool) -> usize {
+        self.results.iter().filter(|(_, r)| which(r)).count()
+    }
+}
+
+/// Runs every case through `policy`, skipping those that need a newer
+/// contract than the one it implements ([`Policy::contract`]).
+pub fn run_suite<'a>(cases: &'a [Case], runtime: &Runtime, policy: &Policy) -> SuiteRun<'a> {
+    let contract = policy.contract();
+    let results = cases
+        .iter()
+        .map(|case| {
+            let result = match case.needs_newer_than(contract) {
+                Some(needs) => CaseResult::Skipped {
+                    needs: needs.to_owned(),
+                },
+                None => match case.run(runtime, policy) {
+                    Ok(observed) => CaseResult::Ran {
+                        problems: case.check(&observed),
+                        observed,
+                    },
+                    Err(e) => CaseResult::Ran {
+                        observed: json!({"host_error": e}),
+                        problems: vec![e],
+                    },
+                },
+            };
+            (case, result)
+        })
+        .collect();
+    SuiteRun { contract, results }
+}
+
 impl Case {
+    /// The contract version this case needs, when that is newer than
+    /// `contract` (the version a policy implements); `None` when the case
+    /// applies. A version that does not parse counts as newer.
+    pub fn needs_newer_than(&self, contract: &str) -> Option<&str> {
+        let needs = self.contract.as_deref()?;
+        match (version_key(needs), version_key(contract)) {
+            (Some(needs_key), Some(has)) if needs_key <= has => None,
+            _ => Some(needs),
+        }
+    }
+
     /// Runs the case's request through `policy` and returns what it answered
     /// in the host-neutral form [`observed_json`] describes.
     pub fn run(&self, runtime: &Runtime, policy: &Policy) -> Result<Value, String> {
@@ -327,6 +441,44 @@ fn check_logs(expected: &[ExpectedLog], got: &Value, problems: &mut Vec<String>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn case_needing(contract: Option<&str>) -> Case {
+        Case {
+            name: "c".into(),
+            description: String::new(),
+            contract: contract.map(str::to_owned),
+            expect: Expect::default(),
+            text: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_case_is_skipped_only_for_an_older_contract() {
+        let any = case_needing(None);
+        assert_eq!(any.needs_newer_than("0.1.0"), None);
+        let new = case_needing(Some("0.2.0"));
+        assert_eq!(new.needs_newer_than("0.1.0"), Some("0.2.0"));
+        assert_eq!(new.needs_newer_than("0.2.0"), None);
+        assert_eq!(new.needs_newer_than("0.2.1"), None);
+        assert_eq!(new.needs_newer_than("0.10.0"), None, "numbers, not text");
+        assert_eq!(new.needs_newer_than("1.0.0"), None);
+        assert_eq!(
+            case_needing(Some("0.10.0")).needs_newer_than("0.9.0"),
+            Some("0.10.0")
+        );
+        assert_eq!(version_key("0.2"), None);
+        assert_eq!(version_key("0.2.0.1"), None);
+        assert_eq!(version_key("0.x.0"), None);
+    }
+
+    #[test]
+    fn a_case_with_a_malformed_contract_is_refused() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, r#"{"contract": "two", "expect": {}}"#).expect("write");
+        let err = load(&path).expect_err("refused");
+        assert!(err.contains("`contract` is `two`, not a version"), "{err}");
+    }
 
     fn problems(expect: Value, observed: Value) -> Vec<String> {
         let expect: Expect = serde_json::from_value(expect).expect("an expectation");

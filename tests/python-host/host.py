@@ -4,12 +4,20 @@ the format `lockwarden policy eval` reads.
 
 Like the Rust and Node.js hosts, it gives the policy no environment, no
 arguments and no files (WASI is linked with an empty configuration),
-instantiates it afresh for every evaluation, and checks the verdicts.
+instantiates it afresh for every evaluation, and checks the verdicts as the
+Rust host does: one per input, in the request's order, and no removal of an
+unreadable file without 30 minutes of the host's own age evidence.
+
+It runs policies of the current contract (CONTRACT) and, like the Rust host,
+of the one before (CONTRACT_0_1): those get the facts that one has (no
+stored-at, no first sighting of unreadable files), one question per liveness
+call, and name each verdict's input by id.
 
     python host.py COMPONENT CASES_DIR
 
 prints {"policy": {...}, "cases": [{"name", "observed"}]}, the form
-`lockwarden policy conformance --json` and tests/node-host print.
+`lockwarden policy conformance --json` and tests/node-host print; a case that
+needs a newer contract than the policy implements is skipped.
 """
 
 import json
@@ -21,7 +29,12 @@ from pathlib import Path
 from wasmtime import Engine, Store, WasiConfig
 from wasmtime.component import Component, Linker, Record, Variant
 
-CONTRACT = "0.1.0"
+CONTRACT = "0.2.0"
+"""The contract this host implements."""
+CONTRACT_0_1 = "0.1.0"
+"""The older contract it also runs."""
+UNREADABLE_MIN_AGE = 30 * 60 * 1_000_000_000
+"""Restic's stale age (ns): the least age evidence for removing an unreadable file."""
 MAX_LOG_LINES = 1000
 MAX_LOG_BYTES = 1024
 TIME = re.compile(
@@ -64,6 +77,26 @@ class Recorded:
         self.merge(self.process, (hostname, pid, since), process)
         self.merge(self.host, (hostname, since), host)
 
+    def answer_process(self, hostname, pid, since):
+        return self.process.get((hostname, pid, since), NOT_RECORDED)
+
+    def answer_host(self, hostname, since):
+        return self.host.get((hostname, since), NOT_RECORDED)
+
+    def ask(self, questions):
+        """One answer per question, in order."""
+        answers = []
+        for q in questions:
+            f = q.payload
+            if q.tag == "process":
+                answers.append(self.answer_process(f.hostname, f.pid, f.since))
+            else:
+                answers.append(self.answer_host(f.hostname, f.since))
+        return answers
+
+
+NOT_RECORDED = Variant("unknown", "no answer recorded")
+
 
 def liveness(recorded="unknown"):
     if isinstance(recorded, str):
@@ -83,13 +116,16 @@ def record(**fields):
     return r
 
 
+def optional_time(text):
+    return None if text is None else parse_time(text)
+
+
 def prepare(recorded):
     """The contract's request, the clock reading and the evidence."""
     evidence = Recorded(recorded.get("local_hostname"))
     locks = []
     for lock in recorded.get("locks", []):
         time = parse_time(lock["time"])
-        first = lock.get("first_seen")
         hostname, pid = lock.get("hostname", ""), lock.get("pid", 0)
         evidence.insert(hostname, pid, time, liveness(lock.get("process", "unknown")),
                         liveness(lock.get("host", "unknown")))
@@ -97,8 +133,11 @@ def prepare(recorded):
             id=lock["id"], time=time, exclusive=lock.get("exclusive", False),
             hostname=hostname, username=lock.get("username", ""), pid=pid,
             uid=lock.get("uid", 0), gid=lock.get("gid", 0),
-            first_seen=None if first is None else parse_time(first)))
-    unreadable = [record(id=u["id"], size=u.get("size", 0), problem=u["problem"])
+            first_seen=optional_time(lock.get("first_seen")),
+            stored_at=optional_time(lock.get("stored_at"))))
+    unreadable = [record(id=u["id"], size=u.get("size", 0), problem=u["problem"],
+                         stored_at=optional_time(u.get("stored_at")),
+                         first_seen=optional_time(u.get("first_seen")))
                   for u in recorded.get("unreadable", [])]
     repo = recorded["repository"]
     # Settings in byte order of their keys, as the Rust host passes them.
@@ -118,40 +157,122 @@ def truncate(message):
     return raw[:end].decode() + "…"
 
 
+def fields(r, *names):
+    """A copy of record `r` with only the fields `names`."""
+    return record(**{n: getattr(r, n.replace("_", "-")) for n in names})
+
+
+LOCK_FIELDS_0_1 = ("id", "time", "exclusive", "hostname", "username", "pid", "uid", "gid",
+                   "first_seen")
+
+
+def request_0_1(request):
+    """The CONTRACT_0_1 form of a request: the same locks and files without the
+    newer facts."""
+    return record(repository=request.repository,
+                  locks=[fields(x, *LOCK_FIELDS_0_1) for x in request.locks],
+                  unreadable=[fields(x, "id", "size", "problem") for x in request.unreadable],
+                  settings=request.settings)
+
+
+def positional(request, verdicts):
+    """Puts a CONTRACT_0_1 policy's verdicts, which name their input by id, in the
+    request's order, as the Rust host does: no unknown id, none twice, none missing."""
+    slots = {x.id: None for x in request.locks + request.unreadable}
+    for v in verdicts:
+        if v.id not in slots:
+            raise RuntimeError(f"a verdict for `{v.id}`, which was not in its input")
+        if slots[v.id] is not None:
+            raise RuntimeError(f"two verdicts for `{v.id}`")
+        slots[v.id] = v
+    missing = [i for i, v in slots.items() if v is None]
+    if missing:
+        raise RuntimeError(f"no verdict for {len(missing)} of {len(slots)} inputs "
+                           f"(first: `{missing[0]}`)")
+    return ([slots[x.id] for x in request.locks], [slots[x.id] for x in request.unreadable])
+
+
+def check_verdicts(request, now, locks, unreadable):
+    """One verdict per lock and unreadable file, and no `remove` of an unreadable
+    file without 30 minutes of the host's own age evidence (stored-at or
+    first-seen against now)."""
+    for what, want, got in (("locks", len(request.locks), len(locks)),
+                            ("unreadable files", len(request.unreadable), len(unreadable))):
+        if want != got:
+            raise RuntimeError(f"{got} verdicts for {want} {what}")
+    for file, verdict in zip(request.unreadable, unreadable):
+        ages = [now - at for at in (getattr(file, "stored-at"), getattr(file, "first-seen"))
+                if at is not None]
+        if verdict.action == "remove" and not any(a >= UNREADABLE_MIN_AGE for a in ages):
+            raise RuntimeError(f"`remove` for `{file.id}`, an unreadable file for which the host "
+                               "holds no age evidence of at least 30m")
+
+
+def compatible(found, supported):
+    """Semver compatibility as the component model uses it: 0.x.* with 0.x.*,
+    N.* with N.*."""
+    def key(v):
+        parts = v.split(".")
+        return tuple(parts[:2]) if parts[0] == "0" else parts[0]
+    return key(found) == key(supported)
+
+
+def exported_contract(engine, component):
+    """The contract of the `lockwarden:policy/policy` interface the component exports."""
+    prefix = "lockwarden:policy/policy@"
+    names = [n for n in component.type.exports(engine) if n.startswith(prefix)]
+    if not names:
+        raise RuntimeError("the component does not export lockwarden:policy/policy; "
+                           "is it a lockwarden policy?")
+    found = names[0][len(prefix):]
+    for contract in (CONTRACT, CONTRACT_0_1):
+        if compatible(found, contract):
+            return contract, names[0]
+    raise RuntimeError(f"policy implements contract {found}, this host {CONTRACT} or "
+                       f"{CONTRACT_0_1}")
+
+
+def newer(needs, has):
+    """Whether contract version `needs` is newer than `has`, by number."""
+    def key(v):
+        return tuple(int(p) for p in v.split("."))
+    return key(needs) > key(has)
+
+
 class Policy:
     """A policy component, instantiated afresh for every call."""
 
     def __init__(self, path):
         self.engine = Engine()
         self.component = Component.from_file(self.engine, str(path))
-        info = self._call(0, Recorded(None), [], "info")
-        if info.__dict__["contract-version"] != CONTRACT:
-            raise RuntimeError(f"policy implements contract {info.__dict__['contract-version']}, "
-                               f"this host {CONTRACT}")
-        self.info = info
+        self.contract, self.interface = exported_contract(self.engine, self.component)
+        self.info = self._call(0, Recorded(None), [], "info")
 
     def _call(self, now, evidence, logs, name, *args):
         store = Store(self.engine)
         store.set_wasi(WasiConfig())  # no environment, arguments, files or stdio
         linker = Linker(self.engine)
         linker.add_wasip2()
+        version = self.interface.split("@", 1)[1]
         with linker.root() as root:
-            with root.add_instance(f"lockwarden:policy/clock@{CONTRACT}") as clock:
+            with root.add_instance(f"lockwarden:policy/clock@{version}") as clock:
                 clock.add_func("now", lambda _store: now)
-            with root.add_instance(f"lockwarden:policy/liveness@{CONTRACT}") as live:
-                unknown = Variant("unknown", "no answer recorded")
+            with root.add_instance(f"lockwarden:policy/liveness@{version}") as live:
                 live.add_func("local-hostname", lambda _store: evidence.local_hostname)
-                live.add_func("process", lambda _store, host, pid, since:
-                              evidence.process.get((host, pid, since), unknown))
-                live.add_func("host", lambda _store, host, since:
-                              evidence.host.get((host, since), unknown))
-            with root.add_instance(f"lockwarden:policy/log@{CONTRACT}") as log:
+                if self.contract == CONTRACT_0_1:
+                    live.add_func("process", lambda _store, host, pid, since:
+                                  evidence.answer_process(host, pid, since))
+                    live.add_func("host", lambda _store, host, since:
+                                  evidence.answer_host(host, since))
+                else:
+                    live.add_func("ask", lambda _store, questions: evidence.ask(questions))
+            with root.add_instance(f"lockwarden:policy/log@{version}") as log:
                 def write(_store, level, message):
                     if len(logs) < MAX_LOG_LINES:
                         logs.append({"level": level, "message": truncate(message)})
                 log.add_func("log", write)
         instance = linker.instantiate(store, self.component)
-        interface = instance.get_export_index(store, f"lockwarden:policy/policy@{CONTRACT}")
+        interface = instance.get_export_index(store, self.interface)
         func = instance.get_func(store, instance.get_export_index(store, name, interface))
         result = func(store, *args)
         func.post_return(store)
@@ -161,16 +282,18 @@ class Policy:
         """{verdicts, logs}, or {error: {kind, message}} when the policy refuses."""
         now, request, evidence = prepare(recorded)
         logs = []
-        result = self._call(now, evidence, logs, "evaluate", request)
+        old = self.contract == CONTRACT_0_1
+        result = self._call(now, evidence, logs, "evaluate",
+                            request_0_1(request) if old else request)
         if isinstance(result, Variant):
             return {"error": {"kind": result.tag, "message": result.payload}}
-        expected = {x.id for x in request.locks + request.unreadable}
-        ids = [v.id for v in result]
-        if sorted(ids) != sorted(expected) or len(set(ids)) != len(ids):
-            raise RuntimeError("the policy's verdicts do not cover every lock exactly once")
+        locks, unreadable = positional(request, result) if old else (result.locks,
+                                                                     result.unreadable)
+        check_verdicts(request, now, locks, unreadable)
+        inputs = zip(request.locks + request.unreadable, locks + unreadable)
         return {
-            "verdicts": [{"id": v.id, "action": v.action, "rule": v.rule, "reason": v.reason}
-                         for v in result],
+            "verdicts": [{"id": x.id, "action": v.action, "rule": v.rule, "reason": v.reason}
+                         for x, v in inputs],
             "logs": logs,
         }
 
@@ -183,10 +306,15 @@ def main():
     cases = []
     for path in sorted(Path(sys.argv[2]).glob("*.json")):
         recorded = json.loads(path.read_text(encoding="utf-8"))
-        cases.append({"name": path.stem, "observed": policy.evaluate(recorded)})
+        needs = recorded.get("contract")
+        if needs is not None and newer(needs, policy.contract):
+            cases.append({"name": path.stem, "skipped": True, "needs_contract": needs})
+        else:
+            cases.append({"name": path.stem, "observed": policy.evaluate(recorded)})
     info = policy.info.__dict__
     doc = {"policy": {"name": info["name"], "version": info["version"],
-                      "contract_version": info["contract-version"]}, "cases": cases}
+                      "contract_version": info["contract-version"]},
+           "contract": policy.contract, "cases": cases}
     print(json.dumps(doc, ensure_ascii=False, indent=2))
 
 

@@ -1,13 +1,14 @@
 //! `lockwarden policy conformance --cases DIR`: runs a policy through the
-//! conformance cases and says which pass.
+//! conformance cases and says which pass, and which it skipped because they
+//! need a newer contract than the policy implements.
 
 use lockwarden::text::escape;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use lockwarden::conformance;
-use serde_json::json;
+use lockwarden::conformance::{self, CaseResult};
+use serde_json::{Value, json};
 
 use crate::cli::PolicyArgs;
 use lockwarden::report::policy_json;
@@ -27,47 +28,64 @@ pub struct ConformanceArgs {
 pub fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
     let cases = conformance::load_dir(&args.cases).map_err(anyhow::Error::msg)?;
     let (runtime, policy) = args.policy.load()?;
-    let mut failed = 0;
-    let mut report = Vec::with_capacity(cases.len());
-    for case in &cases {
-        let (observed, problems) = match case.run(&runtime, &policy) {
-            Ok(observed) => {
-                let problems = case.check(&observed);
-                (observed, problems)
-            }
-            Err(e) => (json!({"host_error": e}), vec![e]),
-        };
-        if !problems.is_empty() {
-            failed += 1;
-        }
-        if !args.json {
-            if problems.is_empty() {
-                outln!("ok    {}", escape(&case.name));
-            } else {
-                outln!(
-                    "FAIL  {}: {}",
-                    escape(&case.name),
-                    escape(&case.description)
-                );
-                for problem in &problems {
-                    outln!("        {}", escape(problem));
+    let suite = conformance::run_suite(&cases, &runtime, &policy);
+    if args.json {
+        let report: Vec<Value> = suite
+            .results
+            .iter()
+            .map(|(case, result)| match result {
+                CaseResult::Skipped { needs } => json!({
+                    "name": case.name,
+                    "skipped": true,
+                    "needs_contract": needs,
+                }),
+                CaseResult::Ran { observed, problems } => json!({
+                    "name": case.name,
+                    "passed": problems.is_empty(),
+                    "problems": problems,
+                    "observed": observed,
+                }),
+            })
+            .collect();
+        let doc = json!({
+            "policy": policy_json(&policy),
+            "contract": suite.contract,
+            "skipped": suite.skipped(),
+            "cases": report,
+        });
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        for (case, result) in &suite.results {
+            let name = escape(&case.name);
+            match result {
+                CaseResult::Skipped { needs } => {
+                    outln!("skip  {name}: needs contract {}", escape(needs));
+                }
+                CaseResult::Ran { problems, .. } if problems.is_empty() => outln!("ok    {name}"),
+                CaseResult::Ran { problems, .. } => {
+                    outln!("FAIL  {name}: {}", escape(&case.description));
+                    for problem in problems {
+                        outln!("        {}", escape(problem));
+                    }
                 }
             }
         }
-        report.push(json!({
-            "name": case.name,
-            "passed": problems.is_empty(),
-            "problems": problems,
-            "observed": observed,
-        }));
+        let skipped = suite.skipped();
+        let why = if skipped == 0 {
+            String::new()
+        } else {
+            format!(
+                " (they need a newer contract than the policy's {})",
+                suite.contract
+            )
+        };
+        outln!(
+            "{} passed, {} failed, {skipped} skipped{why}",
+            suite.passed(),
+            suite.failed()
+        );
     }
-    if args.json {
-        let doc = json!({"policy": policy_json(&policy), "cases": report});
-        outln!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        outln!("{} passed, {failed} failed", cases.len() - failed);
-    }
-    Ok(if failed == 0 {
+    Ok(if suite.failed() == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(crate::cli::code::ERROR)
