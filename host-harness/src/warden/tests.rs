@@ -32,6 +32,7 @@ fn warden(settings: &[(&str, &str)]) -> Warden {
             .collect(),
         first_seen: None,
         children: None,
+        shadow: None,
     }
 }
 

@@ -185,6 +185,7 @@ fn warden_for(
         settings,
         first_seen: Some(shared.first_seen.clone()),
         children: None,
+        shadow: None,
     })
 }
 
@@ -438,6 +439,7 @@ mod tests {
             settings: Vec::new(),
             first_seen: None,
             children: None,
+            shadow: None,
         };
         let report = warden.run(&repo, Act::Remove).expect("runs");
         let not_removed = log_removals(&report);
