@@ -130,7 +130,11 @@ mod tests {
         assert_eq!(memo.process("a", 7, 100), first);
         assert_eq!(memo.host("a", 100), memo.host("a", 100));
         assert_eq!(memo.local_hostname(), memo.local_hostname());
-        assert_eq!(inner.asked.load(Ordering::SeqCst), 3, "one ask per question");
+        assert_eq!(
+            inner.asked.load(Ordering::SeqCst),
+            3,
+            "one ask per question"
+        );
     }
 
     #[test]
