@@ -34,7 +34,8 @@ pub struct ShadowArgs {
 impl ShadowArgs {
     /// Loads the shadow policy, if one is named, through `runtime` and the
     /// registry `policy` configures, and checks its settings now: a setting
-    /// it refuses is a usage error before anything is judged.
+    /// it refuses is a usage error before anything is judged
+    /// ([`Shadow::checked`]).
     pub fn load(
         &self,
         runtime: &Runtime,
@@ -47,12 +48,13 @@ impl ShadowArgs {
         let shadow = runtime
             .load_from(source, &policy.registry())
             .context("shadow policy")?;
-        runtime
-            .check_settings(&shadow, repository, &self.shadow_settings)
-            .context("shadow policy")?;
-        Ok(Some(Shadow {
-            policy: Arc::new(shadow),
-            settings: self.shadow_settings.clone(),
-        }))
+        let shadow = Shadow::checked(
+            runtime,
+            Arc::new(shadow),
+            self.shadow_settings.clone(),
+            repository,
+        )
+        .context("shadow policy")?;
+        Ok(Some(shadow))
     }
 }

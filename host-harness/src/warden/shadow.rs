@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::contract::Verdict;
-use crate::runtime::{LogLine, PluginError, Policy, Verdicts};
+use crate::runtime::{LogLine, PluginError, Policy, Runtime, Verdicts};
 use crate::text::escape;
 
 /// A policy that judges alongside the enforced one and never acts.
@@ -17,6 +17,31 @@ pub struct Shadow {
     pub policy: Arc<Policy>,
     /// Its own settings (two policies have different settings).
     pub settings: Vec<(String, String)>,
+}
+
+impl Shadow {
+    /// A shadow of `policy` with `settings`, checked now on `repository`
+    /// (a label) as the enforced policy's are: a setting the shadow refuses
+    /// is an error before anything is judged. Any other failure (a trap, a
+    /// timeout) is only logged here; it recurs at each check, where it is
+    /// reported as the shadow's failure and changes nothing.
+    pub fn checked(
+        runtime: &Runtime,
+        policy: Arc<Policy>,
+        settings: Vec<(String, String)>,
+        repository: &str,
+    ) -> Result<Shadow, PluginError> {
+        match runtime.check_settings(&policy, repository, &settings) {
+            Err(error) if error.is_usage() => return Err(error),
+            Err(error) => tracing::warn!(
+                "shadow policy {} fails already on no locks; each check will report it: {}",
+                escape(&policy.info().name),
+                escape(&error.to_string())
+            ),
+            Ok(()) => {}
+        }
+        Ok(Shadow { policy, settings })
+    }
 }
 
 /// One input the two policies judged differently: a different action or a

@@ -186,24 +186,25 @@ fn warden_for(
     shadow: Option<Arc<Policy>>,
     shared: &Shared,
 ) -> Result<Warden, WatchError> {
-    let check = |policy: &Policy, settings: &[(String, String)], shadow: bool| {
-        shared
-            .runtime
-            .check_settings(policy, &repo.name, settings)
-            .map_err(|error| WatchError::Settings {
-                repository: repo.name.clone(),
-                shadow,
-                error,
-            })
+    let refused = |shadow: bool| {
+        move |error| WatchError::Settings {
+            repository: repo.name.clone(),
+            shadow,
+            error,
+        }
     };
     let settings: Vec<(String, String)> = repo.settings.clone().into_iter().collect();
-    check(&policy, &settings, false)?;
+    shared
+        .runtime
+        .check_settings(&policy, &repo.name, &settings)
+        .map_err(refused(false))?;
     let shadow = match shadow {
         Some(policy) => {
-            let settings: Vec<(String, String)> =
-                repo.shadow_settings.clone().into_iter().collect();
-            check(&policy, &settings, true)?;
-            Some(Shadow { policy, settings })
+            let settings = repo.shadow_settings.clone().into_iter().collect();
+            Some(
+                Shadow::checked(&shared.runtime, policy, settings, &repo.name)
+                    .map_err(refused(true))?,
+            )
         }
         None => None,
     };
