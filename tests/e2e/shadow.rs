@@ -375,4 +375,19 @@ fn watch_refuses_shadow_settings_its_shadow_rejects_at_start() {
     );
     out.assert_exit(2, "shadow policy");
     assert!(out.stderr.contains("`r`"), "{}", out.stderr);
+
+    // Shadow settings with no shadow policy to take them are refused too.
+    let text = format!(
+        "state_dir = \"{}\"\n{}",
+        dir.join("state").display(),
+        entry("r", &repo, "shadow_settings = { stale-after = \"1h\" }"),
+    );
+    std::fs::write(&config, text).expect("write config");
+    let out = Guarded::spawn(
+        lockwarden_tests::lockwarden(&dir.join("cache"))
+            .args(["watch", "--config"])
+            .arg(&config),
+    )
+    .finish_within(Duration::from_secs(30), "watch with orphan shadow settings");
+    out.assert_exit(2, "shadow_settings without a shadow policy");
 }
