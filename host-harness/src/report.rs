@@ -7,7 +7,7 @@ use crate::contract::{EvaluateRequest, PolicyVerdicts, Verdict};
 use crate::repo::backend::Removal;
 use crate::runtime::{Policy, Subject};
 use crate::time::format_rfc3339;
-use crate::warden::Report;
+use crate::warden::{Disagreement, Report, ShadowJudgement};
 
 /// One verdict on input `id`: `{"id", "action", "rule", "reason"}`.
 pub fn verdict_json(id: &str, v: &Verdict) -> Value {
@@ -119,6 +119,34 @@ impl Report {
         }
         doc["removed"] = json!(removed);
         doc["failed"] = json!(failed);
+        if let Some(shadow) = &a.shadow {
+            doc["shadow"] = shadow_json(shadow);
+        }
         doc
     }
+}
+
+/// The shadow policy's identity (as [`policy_json`]), how many inputs it
+/// judged, where it disagreed with the enforced policy, and its error if
+/// it failed (`null` otherwise).
+pub fn shadow_json(shadow: &ShadowJudgement) -> Value {
+    let mut doc = policy_json(&shadow.policy);
+    let (judged, disagreements, error) = match &shadow.outcome {
+        Ok(v) => (
+            json!(v.judged),
+            v.disagreements.iter().map(disagreement_json).collect(),
+            Value::Null,
+        ),
+        Err(e) => (Value::Null, Vec::new(), json!(e.to_string())),
+    };
+    doc["judged"] = judged;
+    doc["disagreements"] = json!(disagreements);
+    doc["error"] = error;
+    doc
+}
+
+/// `{"id", "enforced": {"action", "rule", "reason"}, "shadow": {...}}`.
+fn disagreement_json(d: &Disagreement) -> Value {
+    let side = |v: &Verdict| json!({"action": v.action.name(), "rule": v.rule, "reason": v.reason});
+    json!({"id": d.id, "enforced": side(&d.enforced), "shadow": side(&d.shadow)})
 }

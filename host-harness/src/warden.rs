@@ -6,12 +6,15 @@
 use std::sync::Arc;
 
 use crate::contract::{self, Verdict};
-use crate::evidence::{EvidenceConfig, Observations, OwnChildren};
+use crate::evidence::{Evidence, EvidenceConfig, Observations, OwnChildren, Remembered};
 use crate::first_seen::{FirstSeenError, FirstSeenStore};
 use crate::parallel::parallel_map;
 use crate::repo::backend::Removal;
 use crate::repo::{RepoError, Repository};
 use crate::runtime::{LogLine, PluginError, Policy, Runtime, Subject, Verdicts};
+
+mod shadow;
+pub use shadow::{Disagreement, Shadow, ShadowJudgement, ShadowVerdicts, disagreements};
 
 /// Why a job failed. Nothing is removed after any of these.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +53,9 @@ pub struct Warden {
     pub first_seen: Option<FirstSeenStore>,
     /// restic processes lockwarden started itself (known alive).
     pub children: Option<OwnChildren>,
+    /// A policy that judges the same requests with the same evidence
+    /// answers and never acts, if any.
+    pub shadow: Option<Shadow>,
 }
 
 /// Every lock of a repository at one moment, with the policy's verdicts.
@@ -61,6 +67,8 @@ pub struct Assessment {
     pub verdicts: Verdicts,
     /// What the policy logged.
     pub logs: Vec<LogLine>,
+    /// The shadow policy's judgement, when there is a shadow.
+    pub shadow: Option<ShadowJudgement>,
 }
 
 /// What happened to one lock judged stale.
@@ -120,6 +128,8 @@ impl Warden {
     /// Reads the locks of `repo` and has the policy judge them. The clock is
     /// read once the listing is done, and evidence is gathered after that,
     /// so that every answer is about a moment after each lock was seen.
+    /// A shadow policy then judges the same request at the same `now` with
+    /// the same evidence answers; its failure fails nothing.
     pub fn assess(&self, repo: &Repository) -> Result<Assessment, WardenError> {
         let mut set = repo.read_locks()?;
         let now = crate::time::now();
@@ -135,8 +145,11 @@ impl Warden {
                 .or_insert(seen);
             *slot = (*slot).max(seen);
         }
-        let evidence = self.evidence.gather(self.children.clone(), observed);
-        let request = contract::EvaluateRequest {
+        let mut evidence = self.evidence.gather(self.children.clone(), observed);
+        if self.shadow.is_some() {
+            evidence = Arc::new(Remembered::new(evidence));
+        }
+        let mut request = contract::EvaluateRequest {
             repository: repo.describe(),
             locks: set.locks,
             unreadable: set.unreadable,
@@ -144,12 +157,41 @@ impl Warden {
         };
         let outcome = self
             .runtime
-            .evaluate(&self.policy, now, evidence, &request)?;
+            .evaluate(&self.policy, now, evidence.clone(), &request)?;
+        let shadow = self.shadow.as_ref().map(|shadow| {
+            request.settings = shadow.settings.clone();
+            self.shadow_judge(shadow, now, evidence, &request, &outcome.verdicts)
+        });
         Ok(Assessment {
             now,
             verdicts: Verdicts::pair(request, outcome.verdicts),
             logs: outcome.logs,
+            shadow,
         })
+    }
+
+    /// Has `shadow` judge `request` and compares its verdicts with the
+    /// enforced ones.
+    fn shadow_judge(
+        &self,
+        shadow: &Shadow,
+        now: i64,
+        evidence: Arc<dyn Evidence>,
+        request: &contract::EvaluateRequest,
+        enforced: &Verdicts,
+    ) -> ShadowJudgement {
+        let outcome = self
+            .runtime
+            .evaluate(&shadow.policy, now, evidence, request)
+            .map(|outcome| ShadowVerdicts {
+                judged: outcome.verdicts.len(),
+                disagreements: disagreements(enforced, &outcome.verdicts),
+                logs: outcome.logs,
+            });
+        ShadowJudgement {
+            policy: shadow.policy.clone(),
+            outcome,
+        }
     }
 
     /// Removes every lock `assessment` judged stale, and only those: each id
@@ -175,9 +217,13 @@ impl Warden {
         ))
     }
 
-    /// Writes what the policy logged to the log, at the policy's levels.
+    /// Writes what the policy logged to the log, at the policy's levels,
+    /// then the shadow's logs, disagreements or failure.
     pub fn emit_logs(&self, assessment: &Assessment) {
         self.policy.emit(&assessment.logs);
+        if let Some(shadow) = &assessment.shadow {
+            shadow.emit();
+        }
     }
 }
 

@@ -25,3 +25,4 @@ mod rclone;
 mod repo;
 mod runtime;
 mod sftp;
+mod shadow;

@@ -15,6 +15,7 @@ use lockwarden::warden::{Act, Assessment, Report, Warden, WardenError};
 use super::PolicyArgs;
 use super::evidence_args::EvidenceArgs;
 use super::repo_args::RepoArgs;
+use super::shadow_args::ShadowArgs;
 
 /// Options of every command that judges a repository's locks (`check`,
 /// `unlock`, `run`).
@@ -29,9 +30,11 @@ pub struct JudgeArgs {
     pub settings: Vec<(String, String)>,
     #[command(flatten)]
     pub evidence: EvidenceArgs,
+    #[command(flatten)]
+    pub shadow: ShadowArgs,
 }
 
-fn parse_setting(text: &str) -> Result<(String, String), String> {
+pub(super) fn parse_setting(text: &str) -> Result<(String, String), String> {
     text.split_once('=')
         .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
         .filter(|(k, _)| !k.is_empty())
@@ -52,6 +55,9 @@ impl JudgeArgs {
         let location = self.repo.location()?;
         let password = self.repo.password()?;
         let (runtime, policy) = self.policy.load()?;
+        let shadow = self
+            .shadow
+            .load(&runtime, &self.policy, &location.redacted())?;
         let repo = Repository::open(
             location,
             &password,
@@ -65,6 +71,7 @@ impl JudgeArgs {
             settings: self.settings.clone(),
             first_seen: self.evidence.first_seen(),
             children: None,
+            shadow,
         };
         Ok(Judge { repo, warden })
     }
@@ -95,6 +102,7 @@ pub fn report_text(report: &Report, policy: &Policy) -> String {
     );
     if a.verdicts.is_empty() {
         out += "no locks\n";
+        out += &shadow_text(a);
         return out;
     }
     let rows: Vec<[String; 8]> = a
@@ -118,6 +126,53 @@ pub fn report_text(report: &Report, policy: &Policy) -> String {
             escape(&u.problem),
             v.action.name(),
             escape(&v.rule)
+        );
+    }
+    out += &shadow_text(a);
+    out
+}
+
+/// The shadow policy's section of a report: where it disagrees with the
+/// enforced policy, or why it failed; empty without a shadow.
+pub fn shadow_text(a: &Assessment) -> String {
+    let Some(shadow) = &a.shadow else {
+        return String::new();
+    };
+    let info = shadow.policy.info();
+    let name = format!("{} {}", escape(&info.name), escape(&info.version));
+    let verdicts = match &shadow.outcome {
+        Ok(verdicts) => verdicts,
+        Err(e) => {
+            return format!(
+                "shadow policy {name} failed; the enforced policy's verdicts stand: {}\n",
+                escape(&e.to_string())
+            );
+        }
+    };
+    let mut out = format!(
+        "shadow policy {name} disagrees on {} of {}{}\n",
+        verdicts.disagreements.len(),
+        verdicts.judged,
+        if verdicts.disagreements.is_empty() {
+            ""
+        } else {
+            ":"
+        }
+    );
+    let side = |v: &Verdict| {
+        format!(
+            "{} ({}): {}",
+            v.action.name(),
+            escape(&v.rule),
+            escape(&v.reason)
+        )
+    };
+    for d in &verdicts.disagreements {
+        out += &format!(
+            "  {}: enforced {}; shadow {}\n",
+            short(&d.id),
+            side(&d.enforced),
+            side(&d.shadow)
         );
     }
     out

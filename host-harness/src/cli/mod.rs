@@ -15,6 +15,7 @@ mod judge;
 mod policy;
 mod repo_args;
 mod run;
+mod shadow_args;
 mod unlock;
 mod watch;
 

@@ -11,7 +11,7 @@ use lockwarden::text::escape;
 use lockwarden::warden::{Act, Report};
 use serde_json::json;
 
-use super::judge::{JudgeArgs, holder, short, summary};
+use super::judge::{JudgeArgs, holder, shadow_text, short, summary};
 
 #[derive(Debug, Args)]
 pub struct UnlockArgs {
@@ -84,5 +84,9 @@ fn print_text(report: &Report) {
         Act::Judge => ("would be removed", a.verdicts.stale().count()),
         Act::Remove => ("removed", report.removals.len() - report.failed()),
     };
+    let shadow = shadow_text(a);
+    if !shadow.is_empty() {
+        outln!("{}", shadow.trim_end());
+    }
     outln!("{}", summary(a, verb, acted, report.failed()));
 }

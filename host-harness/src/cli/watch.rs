@@ -7,14 +7,15 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 use lockwarden::first_seen::FirstSeenStore;
+use lockwarden::runtime::PolicySource;
 use lockwarden::watch::config::WatchConfig;
 use lockwarden::watch::metrics::Metrics;
 use lockwarden::watch::{Shared, Stop, serve_metrics, start};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use super::PolicyArgs;
 use super::evidence_args::EvidenceArgs;
+use super::{PolicyArgs, UsageError};
 
 /// How long `watch` waits for its checks to finish after SIGTERM.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -32,6 +33,11 @@ pub struct WatchArgs {
     evidence: EvidenceArgs,
     #[command(flatten)]
     policy: PolicyArgs,
+    /// A shadow policy for every repository that names no shadow_policy:
+    /// judges alongside the enforced one and never acts; disagreements are
+    /// logged and counted. A component file (.wasm) or an oci:// reference.
+    #[arg(long, value_name = "FILE|OCI")]
+    shadow_policy: Option<PolicySource>,
 }
 
 pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
@@ -39,9 +45,21 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     // Checked now even if every repository has its own.
     evidence.config(lockwarden::command::DEFAULT_TIMEOUT)?;
     let mut config = WatchConfig::load(&args.config)?;
-    // --policy is the policy of every repository that names none.
+    // --policy (--shadow-policy) is the policy (shadow) of every repository
+    // that names none.
     for repo in &mut config.repositories {
         repo.policy = repo.policy.take().or_else(|| args.policy.policy.clone());
+        repo.shadow_policy = repo
+            .shadow_policy
+            .take()
+            .or_else(|| args.shadow_policy.clone());
+        if repo.shadow_policy.is_none() && !repo.shadow_settings.is_empty() {
+            return Err(UsageError(format!(
+                "repository `{}`: shadow_settings without a shadow policy (shadow_policy or --shadow-policy)",
+                lockwarden::text::escape(&repo.name)
+            ))
+            .into());
+        }
     }
     let state_dir = args
         .evidence

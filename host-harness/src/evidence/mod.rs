@@ -9,6 +9,7 @@ mod process;
 #[cfg(target_os = "linux")]
 mod process_linux;
 mod recorded;
+mod remembered;
 
 pub use compose::{Composed, Source, combine};
 pub use inventory::ObservedInventory;
@@ -19,6 +20,7 @@ pub use process::{LocalProcesses, Probe, ProcessTable};
 #[cfg(target_os = "linux")]
 pub use process_linux::{LinuxProcesses, hostname, pid_namespace_problem};
 pub use recorded::Recorded;
+pub use remembered::Remembered;
 
 use crate::contract::Liveness;
 

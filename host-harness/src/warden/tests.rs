@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{Act, Warden, WardenError};
+use super::{Act, Shadow, Warden, WardenError};
 use crate::error::{Classify, ErrorKind};
 use crate::evidence::EvidenceConfig;
 use crate::repo::backend::{
@@ -19,6 +19,13 @@ use crate::time::{format_rfc3339, now};
 
 const PASSWORD: &[u8] = b"geheim";
 
+fn owned(settings: &[(&str, &str)]) -> Vec<(String, String)> {
+    settings
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
 fn warden(settings: &[(&str, &str)]) -> Warden {
     let runtime = Runtime::new(Limits::default(), None).expect("engine");
     let policy = runtime.load_default().expect("default policy");
@@ -26,13 +33,23 @@ fn warden(settings: &[(&str, &str)]) -> Warden {
         runtime: Arc::new(runtime),
         policy: Arc::new(policy),
         evidence: EvidenceConfig::default(),
-        settings: settings
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
+        settings: owned(settings),
         first_seen: None,
         children: None,
+        shadow: None,
     }
+}
+
+/// A warden of the default policy with `settings`, shadowed by the default
+/// policy with `shadow_settings`.
+fn shadowed(settings: &[(&str, &str)], shadow_settings: &[(&str, &str)]) -> Warden {
+    let mut warden = warden(settings);
+    let shadow = warden.runtime.load_default().expect("default policy");
+    warden.shadow = Some(Shadow {
+        policy: Arc::new(shadow),
+        settings: owned(shadow_settings),
+    });
+    warden
 }
 
 /// A repository with a lock written long ago (stale by restic's rule) and
@@ -173,4 +190,73 @@ fn a_failed_listing_or_policy_removes_nothing() {
     let error = bad_setting.expect_err("refused");
     assert_eq!(error.kind(), ErrorKind::Usage, "{error}");
     assert_eq!(ids(&repo).len(), 2);
+}
+
+/// The stale lock's rule and action per policy, from a shadowed run.
+fn shadow_disagreements(report: &super::Report) -> Vec<(String, String, String)> {
+    let shadow = report.assessment.shadow.as_ref().expect("a shadow judged");
+    let verdicts = shadow.outcome.as_ref().expect("the shadow succeeded");
+    assert_eq!(verdicts.judged, 2);
+    verdicts
+        .disagreements
+        .iter()
+        .map(|d| (d.id.clone(), d.enforced.rule.clone(), d.shadow.rule.clone()))
+        .collect()
+}
+
+#[test]
+fn a_looser_shadow_is_reported_and_the_enforced_policy_still_removes() {
+    let (backend, stale, fresh) = two_locks();
+    let repo = open(backend);
+    let report = shadowed(&[], &[("stale-after", "1000h")])
+        .run(&repo, Act::Remove)
+        .expect("runs");
+    assert_eq!(
+        shadow_disagreements(&report),
+        vec![(stale.clone(), "expired".to_owned(), "fresh".to_owned())]
+    );
+    assert_eq!(report.removals.len(), 1);
+    assert_eq!(report.removals[0].id, stale);
+    assert_eq!(ids(&repo), vec![fresh]);
+}
+
+#[test]
+fn a_stricter_enforced_policy_removes_nothing_whatever_the_shadow_says() {
+    let (backend, stale, fresh) = two_locks();
+    let repo = open(backend);
+    let report = shadowed(&[("stale-after", "1000h")], &[])
+        .run(&repo, Act::Remove)
+        .expect("runs");
+    assert_eq!(
+        shadow_disagreements(&report),
+        vec![(stale.clone(), "fresh".to_owned(), "expired".to_owned())]
+    );
+    assert!(report.removals.is_empty());
+    let mut both = vec![stale, fresh];
+    both.sort();
+    assert_eq!(ids(&repo), both);
+}
+
+#[test]
+fn the_same_policy_as_its_own_shadow_agrees_on_everything() {
+    let (backend, _, _) = two_locks();
+    let report = shadowed(&[], &[])
+        .run(&open(backend), Act::Judge)
+        .expect("runs");
+    assert!(shadow_disagreements(&report).is_empty());
+}
+
+#[test]
+fn a_failing_shadow_changes_nothing_the_enforced_policy_does() {
+    let (backend, stale, fresh) = two_locks();
+    let repo = open(backend);
+    let report = shadowed(&[], &[("stale-after", "soon")])
+        .run(&repo, Act::Remove)
+        .expect("the job succeeds");
+    let shadow = report.assessment.shadow.as_ref().expect("a shadow judged");
+    let error = shadow.outcome.as_ref().expect_err("the shadow refused");
+    assert!(error.to_string().contains("stale-after"), "{error}");
+    assert_eq!(report.removals.len(), 1);
+    assert_eq!(report.removals[0].id, stale);
+    assert_eq!(ids(&repo), vec![fresh]);
 }

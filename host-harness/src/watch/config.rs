@@ -14,6 +14,8 @@
 //! mode = "unlock"                    # or "report"
 //! policy = "/etc/lockwarden/strict.wasm"   # optional; or oci://HOST/REPO@sha256:...
 //! settings = { stale-after = "30m" }       # optional
+//! shadow_policy = "/etc/lockwarden/next.wasm"  # optional: judges, never acts
+//! shadow_settings = { stale-after = "2h" }     # optional, the shadow's own
 //! # optional; replaces the command line's evidence options for this one
 //! evidence = { hosts_command = "kubectl get pods -A -o json", inventory_hosts = "^velero-" }
 //! ```
@@ -157,6 +159,12 @@ pub struct RepositoryConfig {
     /// Settings for the policy.
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
+    /// A shadow policy: judges the same locks with the same evidence
+    /// answers, never acts; its disagreements are logged and counted.
+    pub shadow_policy: Option<PolicySource>,
+    /// Settings for the shadow policy.
+    #[serde(default)]
+    pub shadow_settings: BTreeMap<String, String>,
     /// Evidence options for this repository (else the command line's).
     pub evidence: Option<EvidenceOptions>,
 }
@@ -329,6 +337,30 @@ mod tests {
             let err = WatchConfig::parse(&repo(bad)).expect_err(bad).to_string();
             assert!(err.contains(says), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_shadow_policy_and_its_settings_are_per_repository() {
+        let text = "[[repository]]\nname = \"a\"\nrepository = \"/r\"\npassword_env = \"X\"\n\
+            settings = { stale-after = \"30m\" }\n\
+            shadow_policy = \"/etc/next.wasm\"\nshadow_settings = { stale-after = \"2h\" }\n";
+        let config = WatchConfig::parse(text).expect("valid");
+        let repo = &config.repositories[0];
+        assert_eq!(
+            repo.shadow_policy,
+            Some(PolicySource::File("/etc/next.wasm".into()))
+        );
+        assert_eq!(
+            repo.shadow_settings.get("stale-after").map(String::as_str),
+            Some("2h")
+        );
+        assert_eq!(
+            repo.settings.get("stale-after").map(String::as_str),
+            Some("30m")
+        );
+        let bad = text.replace("shadow_policy = \"/etc/next.wasm\"", "shadow_policy = \"\"");
+        let err = WatchConfig::parse(&bad).expect_err("empty").to_string();
+        assert!(err.contains("the policy is empty"), "{err}");
     }
 
     #[test]

@@ -34,6 +34,18 @@ pub struct RepoRule {
     pub rule: String,
 }
 
+/// Repository and the rules of a disagreement between the enforced and the
+/// shadow policy.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RepoRulePair {
+    /// The configured name.
+    pub repository: String,
+    /// The enforced policy's rule.
+    pub enforced_rule: String,
+    /// The shadow policy's rule.
+    pub shadow_rule: String,
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// Every metric `watch` exports.
@@ -55,6 +67,10 @@ pub struct Metrics {
     pub check_duration: Family<Repo, Histogram>,
     /// Unix time of the last successful check.
     pub last_success: Family<Repo, FloatGauge>,
+    /// Inputs the shadow policy judged otherwise, per check, by rule pair.
+    pub shadow_disagreements: Family<RepoRulePair, Counter>,
+    /// Checks in which the shadow policy failed.
+    pub shadow_errors: Family<Repo, Counter>,
 }
 
 impl Default for Metrics {
@@ -79,6 +95,8 @@ impl Metrics {
                 Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])
             }),
             last_success: Family::default(),
+            shadow_disagreements: Family::default(),
+            shadow_errors: Family::default(),
         };
         registry.register("locks", "Lock files present, by kind", m.locks.clone());
         registry.register(
@@ -111,6 +129,16 @@ impl Metrics {
             "last_success_timestamp_seconds",
             "Unix time of the last successful check",
             m.last_success.clone(),
+        );
+        registry.register(
+            "shadow_disagreements",
+            "Locks the shadow policy judged otherwise than the enforced one (action or rule), counted at every check",
+            m.shadow_disagreements.clone(),
+        );
+        registry.register(
+            "shadow_errors",
+            "Checks in which the shadow policy failed (the enforced policy's verdicts stood)",
+            m.shadow_errors.clone(),
         );
         Metrics { registry, ..m }
     }

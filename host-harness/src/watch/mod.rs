@@ -25,9 +25,9 @@ use crate::repo::lockfile::short;
 use crate::repo::{PasswordError, Repository};
 use crate::runtime::{LoadError, Policy, PolicySource, Runtime};
 use crate::text::escape;
-use crate::warden::{Act, Report, Warden, WardenError};
+use crate::warden::{Act, Report, Shadow, Warden, WardenError};
 use config::{Mode, RepositoryConfig, WatchConfig};
-use metrics::{Metrics, Repo, RepoKind, RepoRule};
+use metrics::{Metrics, Repo, RepoKind, RepoRule, RepoRulePair};
 
 /// The first retry after a failed check waits this long, doubling.
 const FIRST_RETRY: Duration = Duration::from_secs(10);
@@ -36,10 +36,12 @@ const FIRST_RETRY: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
     /// A policy named in the configuration failed to load.
-    #[error("policy for repository `{repository}`: {error}")]
+    #[error("{}policy for repository `{repository}`: {error}", if *shadow { "shadow " } else { "" })]
     Policy {
         /// The repository's name.
         repository: String,
+        /// True for the repository's shadow policy.
+        shadow: bool,
         /// Why.
         error: LoadError,
     },
@@ -52,10 +54,12 @@ pub enum WatchError {
         error: EvidenceError,
     },
     /// A repository's settings are refused by its policy.
-    #[error("repository `{repository}`: {error}")]
+    #[error("repository `{repository}`: {}{error}", if *shadow { "shadow policy: " } else { "" })]
     Settings {
         /// The repository's name.
         repository: String,
+        /// True for the shadow policy's settings.
+        shadow: bool,
         /// The policy's refusal.
         error: crate::runtime::PluginError,
     },
@@ -125,23 +129,18 @@ pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<
     let mut policies: HashMap<Option<PolicySource>, Arc<Policy>> = HashMap::new();
     let mut jobs = Vec::new();
     for repo in config.repositories {
-        let policy = match policies.get(&repo.policy) {
-            Some(policy) => policy.clone(),
-            None => {
-                let source = repo.policy.clone().unwrap_or(PolicySource::Builtin);
-                let policy = shared
-                    .runtime
-                    .load_from(&source, &shared.registry)
-                    .map_err(|error| WatchError::Policy {
-                        repository: repo.name.clone(),
-                        error,
-                    })?;
-                let policy = Arc::new(policy);
-                policies.insert(repo.policy.clone(), policy.clone());
-                policy
-            }
+        let policy = load_once(&mut policies, &shared, &repo.policy, &repo.name, false)?;
+        let shadow = match &repo.shadow_policy {
+            Some(source) => Some(load_once(
+                &mut policies,
+                &shared,
+                &Some(source.clone()),
+                &repo.name,
+                true,
+            )?),
+            None => None,
         };
-        let warden = warden_for(&repo, policy, &shared)?;
+        let warden = warden_for(&repo, policy, shadow, &shared)?;
         jobs.push((repo, warden));
     }
     Ok(jobs
@@ -153,21 +152,62 @@ pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<
         .collect())
 }
 
-/// The warden of one repository: its policy, settings and evidence. A
-/// setting the policy refuses fails now, not at every interval.
+/// The policy from `source` (the built-in one for `None`), loaded once
+/// however many repositories (or shadows) name it.
+fn load_once(
+    policies: &mut HashMap<Option<PolicySource>, Arc<Policy>>,
+    shared: &Shared,
+    source: &Option<PolicySource>,
+    repository: &str,
+    shadow: bool,
+) -> Result<Arc<Policy>, WatchError> {
+    if let Some(policy) = policies.get(source) {
+        return Ok(policy.clone());
+    }
+    let from = source.clone().unwrap_or(PolicySource::Builtin);
+    let policy = shared
+        .runtime
+        .load_from(&from, &shared.registry)
+        .map_err(|error| WatchError::Policy {
+            repository: repository.to_owned(),
+            shadow,
+            error,
+        })?;
+    let policy = Arc::new(policy);
+    policies.insert(source.clone(), policy.clone());
+    Ok(policy)
+}
+
+/// The warden of one repository: its policy, settings, evidence and shadow.
+/// A setting either policy refuses fails now, not at every interval.
 fn warden_for(
     repo: &RepositoryConfig,
     policy: Arc<Policy>,
+    shadow: Option<Arc<Policy>>,
     shared: &Shared,
 ) -> Result<Warden, WatchError> {
+    let refused = |shadow: bool| {
+        move |error| WatchError::Settings {
+            repository: repo.name.clone(),
+            shadow,
+            error,
+        }
+    };
     let settings: Vec<(String, String)> = repo.settings.clone().into_iter().collect();
     shared
         .runtime
         .check_settings(&policy, &repo.name, &settings)
-        .map_err(|error| WatchError::Settings {
-            repository: repo.name.clone(),
-            error,
-        })?;
+        .map_err(refused(false))?;
+    let shadow = match shadow {
+        Some(policy) => {
+            let settings = repo.shadow_settings.clone().into_iter().collect();
+            Some(
+                Shadow::checked(&shared.runtime, policy, settings, &repo.name)
+                    .map_err(refused(true))?,
+            )
+        }
+        None => None,
+    };
     let timeout = repo.timeout().unwrap_or(crate::command::DEFAULT_TIMEOUT);
     let evidence = repo
         .evidence
@@ -185,6 +225,7 @@ fn warden_for(
         settings,
         first_seen: Some(shared.first_seen.clone()),
         children: None,
+        shadow,
     })
 }
 
@@ -376,6 +417,24 @@ fn record(m: &Metrics, name: &str, report: &Report, not_removed: i64) {
         .filter(|(_, v)| v.action == Action::Keep)
         .count();
     tracing::debug!("checked: {} locks, {kept} kept", a.verdicts.locks.len());
+    if let Some(shadow) = &a.shadow {
+        match &shadow.outcome {
+            Ok(verdicts) => {
+                for d in &verdicts.disagreements {
+                    m.shadow_disagreements
+                        .get_or_create(&RepoRulePair {
+                            repository: name.to_owned(),
+                            enforced_rule: metric_rule(&d.enforced.rule),
+                            shadow_rule: metric_rule(&d.shadow.rule),
+                        })
+                        .inc();
+                }
+            }
+            Err(_) => {
+                m.shadow_errors.get_or_create(&label).inc();
+            }
+        }
+    }
     m.last_success.get_or_create(&label).set(a.now as f64 / 1e9);
 }
 
@@ -438,6 +497,7 @@ mod tests {
             settings: Vec::new(),
             first_seen: None,
             children: None,
+            shadow: None,
         };
         let report = warden.run(&repo, Act::Remove).expect("runs");
         let not_removed = log_removals(&report);
@@ -449,6 +509,51 @@ mod tests {
             r#"lockwarden_locks{repository="demo",kind="shared"} 2"#,
             r#"lockwarden_stale_locks_not_removed{repository="demo"} 1"#,
             r#"lockwarden_locks_removed_total{repository="demo",rule="expired"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
+    }
+
+    #[test]
+    fn shadow_disagreements_and_errors_are_counted_by_rule_pair() {
+        let (backend, key) = MemoryBackend::init(b"pw");
+        backend.put_lock(&key, &lock_json("elsewhere", 1));
+        backend.put_lock(&key, &lock_json("elsewhere", 2));
+        let location = Location::parse("/memory").expect("a path");
+        let repo = Repository::with_backend(location, Box::new(backend), &Password::new("pw"))
+            .expect("opens");
+        let runtime = Arc::new(Runtime::new(Limits::default(), None).expect("engine"));
+        let policy = Arc::new(runtime.load_default().expect("default policy"));
+        let warden = |shadow_settings: &[(&str, &str)]| Warden {
+            runtime: runtime.clone(),
+            policy: policy.clone(),
+            evidence: EvidenceConfig::default(),
+            settings: Vec::new(),
+            first_seen: None,
+            children: None,
+            shadow: Some(Shadow {
+                policy: policy.clone(),
+                settings: shadow_settings
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            }),
+        };
+        let metrics = Metrics::new();
+        for _ in 0..2 {
+            let report = warden(&[("stale-after", "1000h")])
+                .run(&repo, Act::Judge)
+                .expect("runs");
+            record(&metrics, "demo", &report, 0);
+        }
+        let report = warden(&[("stale-after", "soon")])
+            .run(&repo, Act::Judge)
+            .expect("runs");
+        record(&metrics, "demo", &report, 0);
+        let text = metrics.encode();
+        for line in [
+            r#"lockwarden_shadow_disagreements_total{repository="demo",enforced_rule="expired",shadow_rule="fresh"} 4"#,
+            r#"lockwarden_shadow_errors_total{repository="demo"} 1"#,
         ] {
             assert!(text.contains(line), "{line} missing from\n{text}");
         }
