@@ -178,14 +178,14 @@ impl Warden {
         now: i64,
         evidence: Arc<dyn Evidence>,
         request: &contract::EvaluateRequest,
-        enforced: &Verdicts,
+        enforced: &contract::PolicyVerdicts,
     ) -> ShadowJudgement {
         let outcome = self
             .runtime
             .evaluate(&shadow.policy, now, evidence, request)
             .map(|outcome| ShadowVerdicts {
-                judged: outcome.verdicts.len(),
-                disagreements: disagreements(enforced, &outcome.verdicts),
+                judged: outcome.verdicts.locks.len() + outcome.verdicts.unreadable.len(),
+                disagreements: disagreements(request, enforced, &outcome.verdicts),
                 logs: outcome.logs,
             });
         ShadowJudgement {

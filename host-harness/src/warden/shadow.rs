@@ -3,11 +3,10 @@
 //! is reported. This is how an operator rolls out a stricter or looser
 //! policy safely.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::contract::Verdict;
-use crate::runtime::{LogLine, PluginError, Policy, Runtime, Verdicts};
+use crate::contract::{EvaluateRequest, PolicyVerdicts, Verdict};
+use crate::runtime::{LogLine, PluginError, Policy, Runtime};
 use crate::text::escape;
 
 /// A policy that judges alongside the enforced one and never acts.
@@ -85,20 +84,27 @@ impl std::fmt::Debug for ShadowJudgement {
     }
 }
 
-/// Every input where `shadow` judged differently from `enforced`, in
-/// `enforced`'s order. Both were checked against one request, so they hold
-/// the same ids; an id missing from `shadow` is skipped.
-pub fn disagreements(enforced: &Verdicts, shadow: &Verdicts) -> Vec<Disagreement> {
-    let theirs: HashMap<&str, &Verdict> = shadow.all().map(|(s, v)| (s.id(), v)).collect();
-    enforced
-        .all()
-        .filter_map(|(subject, ours)| {
-            let theirs = theirs.get(subject.id())?;
-            (ours.action != theirs.action || ours.rule != theirs.rule).then(|| Disagreement {
-                id: subject.id().to_owned(),
-                enforced: ours.clone(),
-                shadow: (*theirs).clone(),
-            })
+/// Every input of `request` where `shadow` judged differently from
+/// `enforced`, in the request's order. Both were checked against `request`,
+/// so each holds one verdict per input, in its order.
+pub fn disagreements(
+    request: &EvaluateRequest,
+    enforced: &PolicyVerdicts,
+    shadow: &PolicyVerdicts,
+) -> Vec<Disagreement> {
+    let ids = request
+        .locks
+        .iter()
+        .map(|l| &l.id)
+        .chain(request.unreadable.iter().map(|u| &u.id));
+    let ours = enforced.locks.iter().chain(&enforced.unreadable);
+    let theirs = shadow.locks.iter().chain(&shadow.unreadable);
+    ids.zip(ours.zip(theirs))
+        .filter(|(_, (ours, theirs))| ours.action != theirs.action || ours.rule != theirs.rule)
+        .map(|(id, (ours, theirs))| Disagreement {
+            id: id.clone(),
+            enforced: ours.clone(),
+            shadow: theirs.clone(),
         })
         .collect()
 }
@@ -143,60 +149,58 @@ impl ShadowJudgement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Action, test_lock};
+    use crate::contract::{Action, Repository, test_lock};
 
-    fn verdict(id: &str, action: Action, rule: &str, reason: &str) -> Verdict {
+    fn verdict(action: Action, rule: &str, reason: &str) -> Verdict {
         Verdict {
-            id: id.into(),
             action,
             rule: rule.into(),
             reason: reason.into(),
         }
     }
 
-    fn judged(verdicts: &[Verdict]) -> Verdicts {
-        Verdicts {
-            locks: verdicts
-                .iter()
-                .map(|v| (test_lock(&v.id), v.clone()))
-                .collect(),
+    fn request(ids: &[&str]) -> EvaluateRequest {
+        EvaluateRequest {
+            repository: Repository {
+                id: "r".into(),
+                location: "/r".into(),
+                backend: "local".into(),
+                version: 2,
+            },
+            locks: ids.iter().map(|id| test_lock(id)).collect(),
+            unreadable: Vec::new(),
+            settings: Vec::new(),
+        }
+    }
+
+    fn judged(verdicts: &[Verdict]) -> PolicyVerdicts {
+        PolicyVerdicts {
+            locks: verdicts.to_vec(),
             unreadable: Vec::new(),
         }
     }
 
     #[test]
     fn a_different_action_or_rule_is_a_disagreement_a_different_reason_is_not() {
+        let request = request(&["a", "b", "c", "d"]);
         let enforced = judged(&[
-            verdict("a", Action::Remove, "expired", "old"),
-            verdict("b", Action::Keep, "fresh", "young"),
-            verdict("c", Action::Keep, "fresh", "young"),
-            verdict("d", Action::Remove, "expired", "old"),
+            verdict(Action::Remove, "expired", "old"),
+            verdict(Action::Keep, "fresh", "young"),
+            verdict(Action::Keep, "fresh", "young"),
+            verdict(Action::Remove, "expired", "old"),
         ]);
         let shadow = judged(&[
-            verdict("a", Action::Keep, "young-exclusive", "exclusive"),
-            verdict("b", Action::Keep, "fresh", "worded otherwise"),
-            verdict("c", Action::Keep, "holder-alive", "alive"),
-            verdict("d", Action::Keep, "expired", "same rule, other action"),
+            verdict(Action::Keep, "young-exclusive", "exclusive"),
+            verdict(Action::Keep, "fresh", "worded otherwise"),
+            verdict(Action::Keep, "holder-alive", "alive"),
+            verdict(Action::Keep, "expired", "same rule, other action"),
         ]);
-        let found = disagreements(&enforced, &shadow);
+        let found = disagreements(&request, &enforced, &shadow);
         let ids: Vec<&str> = found.iter().map(|d| d.id.as_str()).collect();
         assert_eq!(ids, ["a", "c", "d"]);
         assert_eq!(found[0].enforced.rule, "expired");
         assert_eq!(found[0].shadow.rule, "young-exclusive");
         assert_eq!(found[0].shadow.action, Action::Keep);
-        assert!(disagreements(&enforced, &enforced).is_empty());
-    }
-
-    #[test]
-    fn inputs_are_matched_by_id_not_by_position() {
-        let enforced = judged(&[
-            verdict("a", Action::Remove, "expired", ""),
-            verdict("b", Action::Keep, "fresh", ""),
-        ]);
-        let shadow = judged(&[
-            verdict("b", Action::Keep, "fresh", ""),
-            verdict("a", Action::Remove, "expired", ""),
-        ]);
-        assert!(disagreements(&enforced, &shadow).is_empty());
+        assert!(disagreements(&request, &enforced, &enforced).is_empty());
     }
 }
