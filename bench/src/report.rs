@@ -448,6 +448,7 @@ mod tests {
             .map(|(locks, wasm, native)| Evaluation {
                 locks,
                 wasm: summary(wasm),
+                v0_1: summary(wasm * 2.0),
                 native: summary(native),
             })
             .collect(),
