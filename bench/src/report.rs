@@ -389,7 +389,7 @@ fn results_json(r: &Results, machine: &[(String, String)], targets: &[Target]) -
         "seconds": r.seconds,
         "machine": machine.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
         "policy_evaluation": r.evaluation.iter().map(|e| json!({
-            "locks": e.locks, "wasm_s": e.wasm.json(), "native_s": e.native.json(),
+            "locks": e.locks, "wasm_s": e.wasm.json(), "contract_0_1_s": e.v0_1.json(), "native_s": e.native.json(),
             "ratio": e.wasm.median / e.native.median,
         })).collect::<Vec<_>>(),
         "plugin_start": {
