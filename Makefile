@@ -11,7 +11,7 @@ BIN := target/release/lockwarden
 
 # The packages built as wasm32-wasip2 components (by guest-build/, called from
 # host-harness/build.rs and tests/build.rs): the policies and the test guests.
-COMPONENTS := -p lockwarden-policy -p lockwarden-strict-policy -p 'misbehave*' -p wrong-contract
+COMPONENTS := -p lockwarden-policy -p lockwarden-strict-policy -p 'misbehave*' -p wrong-contract -p lockwarden-policy-0-1
 
 help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
