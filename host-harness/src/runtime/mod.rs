@@ -180,6 +180,7 @@ impl Runtime {
             problem,
         };
         let mut store = self.store(now, evidence);
+        store.data_mut().limit_questions(request.locks.len());
         let result = match &policy.pre {
             Pre::Current(pre) => pre.instantiate(&mut store).and_then(|instance| {
                 store.set_epoch_deadline(self.deadline_ticks());

@@ -41,6 +41,9 @@ pub struct HostState {
     limiter: MemoryCap,
     now: i64,
     evidence: Arc<dyn Evidence>,
+    /// How many more questions of a batch the evidence answers; the rest are
+    /// answered `unknown` without asking it.
+    questions_left: usize,
     logs: Vec<LogLine>,
     /// Keeps the epoch advancing while this store exists.
     _ticking: Ticking,
@@ -69,9 +72,20 @@ impl HostState {
             },
             now,
             evidence,
+            questions_left: 0,
             logs: Vec::new(),
             _ticking: ticking,
         }
+    }
+
+    /// Lets the evidence answer, over all `liveness.ask` batches of one
+    /// evaluation, at most the questions `locks` locks can raise (a process
+    /// and a host question each). The host's answers run outside the
+    /// policy's deadline, so a policy asking millions of questions must not
+    /// make the host read the process table millions of times; questions
+    /// past the limit are answered `unknown`, which never removes a lock.
+    pub fn limit_questions(&mut self, locks: usize) {
+        self.questions_left = locks.saturating_mul(2);
     }
 
     /// The memory limiter, for [`wasmtime::Store::limiter`].
@@ -149,9 +163,17 @@ impl liveness::Host for HostState {
     fn ask(&mut self, questions: Vec<Question>) -> Vec<Liveness> {
         questions
             .iter()
-            .map(|question| match question {
-                Question::Process(q) => self.evidence.process(&q.hostname, q.pid, q.since),
-                Question::Host(q) => self.evidence.host(&q.hostname, q.since),
+            .map(|question| {
+                if self.questions_left == 0 {
+                    return Liveness::Unknown(
+                        "not asked: more questions than the locks of this request raise".into(),
+                    );
+                }
+                self.questions_left -= 1;
+                match question {
+                    Question::Process(q) => self.evidence.process(&q.hostname, q.pid, q.since),
+                    Question::Host(q) => self.evidence.host(&q.hostname, q.since),
+                }
             })
             .collect()
     }
@@ -246,4 +268,60 @@ pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     cli::terminal_stdout::add_to_linker::<_, WasiCli>(&mut l, HostState::cli)?;
     cli::terminal_stderr::add_to_linker::<_, WasiCli>(&mut l, HostState::cli)?;
     Ok(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::contract::HostQuestion;
+    use crate::runtime::ticker::Ticker;
+
+    /// Says alive to everything and counts what it was asked.
+    #[derive(Default)]
+    struct Counting(AtomicUsize);
+
+    impl Evidence for Counting {
+        fn local_hostname(&self) -> Option<String> {
+            None
+        }
+        fn process(&self, _: &str, _: i64, _: i64) -> Liveness {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Liveness::Alive("counted".into())
+        }
+        fn host(&self, _: &str, _: i64) -> Liveness {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Liveness::Alive("counted".into())
+        }
+    }
+
+    #[test]
+    fn questions_beyond_what_the_locks_raise_are_answered_unknown_unasked() {
+        let engine = Engine::default();
+        let ticker = Ticker::start(&engine);
+        let evidence = Arc::new(Counting::default());
+        let mut state = HostState::new(0, evidence.clone(), 1 << 20, ticker.ticking());
+        state.limit_questions(2);
+        let question = Question::Host(HostQuestion {
+            hostname: "h".into(),
+            since: 0,
+        });
+        let first = liveness::Host::ask(&mut state, vec![question.clone(); 3]);
+        let second = liveness::Host::ask(&mut state, vec![question; 3]);
+        assert_eq!(
+            evidence.0.load(Ordering::SeqCst),
+            4,
+            "two per lock, over all batches"
+        );
+        let alive = |answers: &[Liveness]| {
+            answers
+                .iter()
+                .map(|a| matches!(a, Liveness::Alive(_)))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(alive(&first), [true, true, true]);
+        assert_eq!(alive(&second), [true, false, false]);
+        assert!(matches!(&second[2], Liveness::Unknown(d) if d.contains("more questions")));
+    }
 }
