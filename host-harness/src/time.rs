@@ -38,6 +38,20 @@ pub fn now() -> i64 {
     i64::try_from(Timestamp::now().as_nanosecond()).unwrap_or(i64::MAX)
 }
 
+/// The earliest modification time a storage can truthfully report for a
+/// restic lock file: 2015-01-01T00:00:00Z, before restic's first release.
+/// Earlier times are what a storage reports when it does not know (0, the
+/// epoch; 1980 on FAT; the default clock of a machine without a battery),
+/// not evidence of age.
+pub const EARLIEST_STORED_AT: i64 = 1_420_070_400_000_000_000;
+
+/// A listing's modification time as age evidence: none when it is earlier
+/// than [`EARLIEST_STORED_AT`], since such a time says the storage does not
+/// know, and taking it at face value would make a live lock look decades old.
+pub fn plausible_stored_at(modified: Option<i64>) -> Option<i64> {
+    modified.filter(|&at| at >= EARLIEST_STORED_AT)
+}
+
 /// A file time as nanoseconds since the epoch (saturating; before the
 /// epoch is negative).
 pub fn nanos_since_epoch(time: std::time::SystemTime) -> i64 {
@@ -65,5 +79,20 @@ mod tests {
         );
         assert!(parse_rfc3339("yesterday").is_err());
         assert_eq!(format_rfc3339(z), "2026-11-30T12:00:00Z");
+    }
+
+    #[test]
+    fn storage_times_before_restic_existed_are_unknown() {
+        assert_eq!(
+            parse_rfc3339("2015-01-01T00:00:00Z"),
+            Ok(EARLIEST_STORED_AT)
+        );
+        for impossible in [i64::MIN, -1, 0, EARLIEST_STORED_AT - 1] {
+            assert_eq!(plausible_stored_at(Some(impossible)), None, "{impossible}");
+        }
+        for possible in [EARLIEST_STORED_AT, 1_796_040_000_000_000_000, i64::MAX] {
+            assert_eq!(plausible_stored_at(Some(possible)), Some(possible));
+        }
+        assert_eq!(plausible_stored_at(None), None);
     }
 }

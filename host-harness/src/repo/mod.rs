@@ -307,12 +307,13 @@ impl Repository {
 
     /// Reads and decodes one listed lock file.
     fn read_lock(&self, file: &FileInfo) -> Read {
+        let stored_at = crate::time::plausible_stored_at(file.modified);
         let unreadable = |size: u64, problem: String| {
             Read::Unreadable(UnreadableLock {
                 id: file.name.clone(),
                 size,
                 problem: bounded_problem(problem),
-                stored_at: file.modified,
+                stored_at,
                 first_seen: None,
             })
         };
@@ -338,10 +339,7 @@ impl Repository {
             None => lockfile::parse(&file.name, &bytes),
         };
         match decoded {
-            Ok(lock) => Read::Lock(Lock {
-                stored_at: file.modified,
-                ..lock
-            }),
+            Ok(lock) => Read::Lock(Lock { stored_at, ..lock }),
             Err(problem) => unreadable(bytes.len() as u64, problem),
         }
     }

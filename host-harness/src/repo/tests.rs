@@ -268,3 +268,33 @@ fn a_sealed_lock_round_trips_through_the_key() {
     assert!(super::lockfile::decode(&id, &stored, &key).is_ok());
     assert!(super::lockfile::decode(&id, &stored, &other).is_err());
 }
+
+/// A storage that does not know a file's modification time may report the
+/// epoch (0) or another impossible time; taken at face value, a live lock
+/// would look decades old to `stored-long-ago`, and an unreadable file
+/// being written would pass the host's 30-minute rule at once. Such a time
+/// is no evidence: the request carries none.
+#[test]
+fn an_impossible_storage_time_is_no_age_evidence() {
+    let (backend, key) = MemoryBackend::init(PASSWORD);
+    let live = backend.put_lock(&key, &lock_json("h", 10));
+    let empty = "a".repeat(64);
+    backend.put(Kind::Lock, &empty, Vec::new());
+    let real = crate::time::now() - 3_600_000_000_000;
+    let garbage = "b".repeat(64);
+    backend.put(Kind::Lock, &garbage, b"not a lock".to_vec());
+    backend.set_modified(Kind::Lock, &garbage, real);
+    for (name, modified) in [(&live, 0), (&empty, i64::MIN)] {
+        backend.set_modified(Kind::Lock, name, modified);
+    }
+    let set = open(backend).expect("opens").read_locks().expect("listed");
+    assert_eq!(set.locks.len(), 1);
+    assert_eq!(set.locks[0].stored_at, None, "mtime 0 is not 1970");
+    let stored: std::collections::HashMap<_, _> = set
+        .unreadable
+        .iter()
+        .map(|u| (u.id.clone(), u.stored_at))
+        .collect();
+    assert_eq!(stored[&empty], None, "mtime i64::MIN is no age");
+    assert_eq!(stored[&garbage], Some(real), "a real time is kept");
+}

@@ -82,6 +82,13 @@ impl MemoryBackend {
             .insert((kind, name.to_owned()), (bytes, crate::time::now()));
     }
 
+    /// Sets the modification time the listing reports for a stored file.
+    pub fn set_modified(&self, kind: Kind, name: &str, modified: i64) {
+        if let Some(file) = self.lock().get_mut(&(kind, name.to_owned())) {
+            file.1 = modified;
+        }
+    }
+
     /// Seals lock JSON as restic stores it (raw, version 1 style) and stores
     /// it under its id, which it returns.
     pub fn put_lock(&self, key: &Key, json: &str) -> String {
