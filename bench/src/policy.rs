@@ -176,6 +176,9 @@ pub struct Evaluation {
     /// The same rules built against contract 0.1.0 (one host call per
     /// question, verdicts naming their lock's id), the same way.
     pub v0_1: Summary,
+    /// The boundary alone: a 0.2.0 component that keeps every lock without
+    /// reading it or asking anything, the same way.
+    pub boundary: Summary,
     /// The rules compiled natively.
     pub native: Summary,
 }
@@ -189,6 +192,14 @@ pub fn evaluation() -> Vec<Evaluation> {
     let v0_1_policy = runtime
         .load(&path.display().to_string(), &bytes)
         .expect("0.1.0 policy");
+    // The misbehave test guest that judges unreadable files stale keeps
+    // every lock unread: on requests without unreadable files it is the
+    // boundary alone (lowering the request, lifting one verdict per lock).
+    let path = lockwarden_tests::guests::REMOVE_UNREADABLE.path();
+    let bytes = std::fs::read(path).expect("a keep-all test guest");
+    let keep_all = runtime
+        .load(&path.display().to_string(), &bytes)
+        .expect("keep-all guest");
     let settings = Settings::default();
     [(1, 2000), (100, 500), (10_000, 30)]
         .into_iter()
@@ -226,10 +237,16 @@ pub fn evaluation() -> Vec<Evaluation> {
                     .evaluate(&v0_1_policy, NOW, evidence.clone(), &request)
                     .expect("evaluate")
             });
+            let boundary = time(reps, || {
+                runtime
+                    .evaluate(&keep_all, NOW, evidence.clone(), &request)
+                    .expect("evaluate")
+            });
             Evaluation {
                 locks: n,
                 wasm,
                 v0_1,
+                boundary,
                 native,
             }
         })

@@ -167,17 +167,21 @@ fn policy_evaluation(w: &mut String, evaluation: &[Evaluation], targets: &mut Ve
          question once, and its verdicts follow the request's order. The 0.1.0 column is the \
          same rules built against contract 0.1.0 (`tests/guests/default-0.1.0`: one host call \
          per question, verdicts naming their lock's id), in the same host. All three produce \
-         identical verdicts, checked before timing.\n\n| locks | component (0.2.0) | 0.1.0 \
-         build | native | wasm/native | component per lock |\n|---|---|---|---|---|---|"
+         identical verdicts, checked before timing. \"Boundary alone\" is a 0.2.0 test guest \
+         that keeps every lock without reading it or asking anything: lowering the request and \
+         lifting one short verdict per lock, the floor any policy pays in this host.\n\n\
+         | locks | component (0.2.0) | 0.1.0 build | boundary alone | native | wasm/native | \
+         component per lock |\n|---|---|---|---|---|---|---|"
     );
     for e in evaluation {
         let ratio = e.wasm.median / e.native.median;
         let _ = writeln!(
             w,
-            "| {} | {} | {} | {} | {}x | {} µs |",
+            "| {} | {} | {} | {} | {} | {}x | {} µs |",
             e.locks,
             e.wasm.show(1e3, "ms"),
             e.v0_1.show(1e3, "ms"),
+            e.boundary.show(1e3, "ms"),
             e.native.show(1e3, "ms"),
             short(ratio),
             short(e.wasm.median * 1e6 / e.locks as f64)
@@ -389,7 +393,7 @@ fn results_json(r: &Results, machine: &[(String, String)], targets: &[Target]) -
         "seconds": r.seconds,
         "machine": machine.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
         "policy_evaluation": r.evaluation.iter().map(|e| json!({
-            "locks": e.locks, "wasm_s": e.wasm.json(), "contract_0_1_s": e.v0_1.json(), "native_s": e.native.json(),
+            "locks": e.locks, "wasm_s": e.wasm.json(), "contract_0_1_s": e.v0_1.json(), "boundary_s": e.boundary.json(), "native_s": e.native.json(),
             "ratio": e.wasm.median / e.native.median,
         })).collect::<Vec<_>>(),
         "plugin_start": {
@@ -449,6 +453,7 @@ mod tests {
                 locks,
                 wasm: summary(wasm),
                 v0_1: summary(wasm * 2.0),
+                boundary: summary(wasm / 2.0),
                 native: summary(native),
             })
             .collect(),

@@ -174,7 +174,11 @@ impl Runtime {
         request: &EvaluateRequest,
     ) -> Result<Outcome, PluginError> {
         let name = policy.info.name.as_str();
-        check_unique_ids(request).map_err(|problem| PluginError::BadRequest { problem })?;
+        if let Pre::V0_1(_) = policy.pre {
+            // 0.1.0 verdicts name their input by id, so ids must be unique;
+            // 0.2.0 verdicts follow the request's order and need no lookup.
+            check_unique_ids(request).map_err(|problem| PluginError::BadRequest { problem })?;
+        }
         let bad_verdicts = |problem| PluginError::BadVerdicts {
             policy: name.to_owned(),
             problem,
