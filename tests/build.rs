@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// Each component: its constant in `guests`, and the package it is built from.
-const COMPONENTS: [(&str, &str); 15] = [
+const COMPONENTS: [(&str, &str); 16] = [
     ("DEFAULT", "lockwarden-policy"),
     ("DEFAULT_0_1", "lockwarden-policy-0-1"),
     ("STRICT", "lockwarden-strict-policy"),
@@ -25,6 +25,7 @@ const COMPONENTS: [(&str, &str); 15] = [
     ("WALL_CLOCK", "misbehave-wall-clock"),
     ("READ_FILE", "misbehave-read-file"),
     ("REMOVE_UNREADABLE", "misbehave-remove-unreadable"),
+    ("REMOVE_UNREADABLE_0_1", "misbehave-remove-unreadable-0-1"),
     ("WRONG_CONTRACT", "wrong-contract"),
 ];
 

@@ -63,3 +63,20 @@ pub(crate) fn test_lock(id: &str) -> Lock {
         stored_at: None,
     }
 }
+
+/// A request on a repository `r` with locks of these ids (as [`test_lock`]),
+/// no unreadable files and no settings, for unit tests.
+#[cfg(test)]
+pub(crate) fn test_request(ids: &[&str]) -> EvaluateRequest {
+    EvaluateRequest {
+        repository: Repository {
+            id: "r".into(),
+            location: "/r".into(),
+            backend: "local".into(),
+            version: 2,
+        },
+        locks: ids.iter().map(|id| test_lock(id)).collect(),
+        unreadable: Vec::new(),
+        settings: Vec::new(),
+    }
+}

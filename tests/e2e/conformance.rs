@@ -393,6 +393,41 @@ fn node_and_python_refuse_the_verdicts_rust_refuses() {
     assert!(cases(&doc)[0]["observed"]["verdicts"].is_array(), "{doc:#}");
 }
 
+/// Contract 0.1.0 promised that no unreadable file is ever removed: all
+/// three hosts refuse a 0.1.0 policy's `remove` for one, even when the host
+/// holds hours of age evidence that would let a 0.2.0 policy remove it.
+#[test]
+fn no_host_lets_a_0_1_0_policy_remove_an_unreadable_file() {
+    type Run = fn(&Path, &Path) -> Finished;
+    // Case 38 without its `"contract": "0.2.0"`, so that a 0.1.0 policy is
+    // given it (without the storage times) rather than skipping it.
+    let old = some_cases(&["38-unreadable-old-by-stored-at"]);
+    let case = old.path().join("38-unreadable-old-by-stored-at.json");
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&case).expect("case")).expect("JSON");
+    doc.as_object_mut().expect("an object").remove("contract");
+    std::fs::write(&case, doc.to_string()).expect("write case");
+    let policy = guests::REMOVE_UNREADABLE_0_1.path();
+    let want = "a contract 0.1.0 policy never removes one";
+    for (host, run) in [
+        ("Node.js", node_finish as Run),
+        ("Python", python_finish as Run),
+    ] {
+        let out = run(policy, old.path());
+        assert_ne!(out.code, 0, "{host}: {out:?}");
+        assert!(out.stderr.contains(want), "{host}: {out:?}");
+    }
+    let (code, doc) = rust_host(Some(policy), old.path());
+    assert_eq!(code, 1, "{doc:#}");
+    assert!(
+        cases(&doc)[0]["observed"]["host_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(want),
+        "{doc:#}"
+    );
+}
+
 #[test]
 fn policy_bench_reports_evaluation_times() {
     let cache = tempfile::tempdir().expect("temp dir");

@@ -153,7 +153,8 @@ function requestV0_1(request) {
 
 /**
  * Puts a CONTRACT_0_1 policy's verdicts, which name their input by id, in the
- * request's order, as the Rust host does: no unknown id, none twice, none missing.
+ * request's order, as the Rust host does: no unknown id, none twice, none
+ * missing, and no `remove` of an unreadable file.
  */
 function positional(request, verdicts) {
   const slots = new Map([...request.locks, ...request.unreadable].map((l) => [l.id, undefined]));
@@ -164,6 +165,9 @@ function positional(request, verdicts) {
   }
   const missing = [...slots].filter(([, v]) => !v);
   if (missing.length) throw new Error(`no verdict for ${missing.length} of ${slots.size} inputs (first: \`${missing[0][0]}\`)`);
+  // Contract 0.1.0 promised that no unreadable file is ever removed.
+  const removed = request.unreadable.find((u) => slots.get(u.id).action === 'remove');
+  if (removed) throw new Error(`\`remove\` for \`${removed.id}\`, an unreadable file: a contract 0.1.0 policy never removes one`);
   return {
     locks: request.locks.map((l) => slots.get(l.id)),
     unreadable: request.unreadable.map((u) => slots.get(u.id)),

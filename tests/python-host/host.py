@@ -177,7 +177,8 @@ def request_0_1(request):
 
 def positional(request, verdicts):
     """Puts a CONTRACT_0_1 policy's verdicts, which name their input by id, in the
-    request's order, as the Rust host does: no unknown id, none twice, none missing."""
+    request's order, as the Rust host does: no unknown id, none twice, none missing,
+    and no `remove` of an unreadable file."""
     slots = {x.id: None for x in request.locks + request.unreadable}
     for v in verdicts:
         if v.id not in slots:
@@ -189,6 +190,11 @@ def positional(request, verdicts):
     if missing:
         raise RuntimeError(f"no verdict for {len(missing)} of {len(slots)} inputs "
                            f"(first: `{missing[0]}`)")
+    # Contract 0.1.0 promised that no unreadable file is ever removed.
+    for x in request.unreadable:
+        if slots[x.id].action == "remove":
+            raise RuntimeError(f"`remove` for `{x.id}`, an unreadable file: a contract 0.1.0 "
+                               "policy never removes one")
     return ([slots[x.id] for x in request.locks], [slots[x.id] for x in request.unreadable])
 
 

@@ -150,8 +150,90 @@ pub fn positional(
             crate::text::escape(first)
         ));
     }
+    let unreadable: Vec<super::Verdict> = unreadable.into_iter().flatten().collect();
+    // 0.1.0 promised that the host never removes a file it could not read;
+    // its policies see no age evidence, so that promise stands for them.
+    if let Some((file, _)) = request
+        .unreadable
+        .iter()
+        .zip(&unreadable)
+        .find(|(_, v)| v.action == super::Action::Remove)
+    {
+        return Err(format!(
+            "`remove` for `{}`, an unreadable file: a contract 0.1.0 policy never removes one",
+            crate::text::escape(&file.id)
+        ));
+    }
     Ok(super::PolicyVerdicts {
         locks: locks.into_iter().flatten().collect(),
-        unreadable: unreadable.into_iter().flatten().collect(),
+        unreadable,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::test_request;
+
+    fn verdict(id: &str, action: Action) -> Verdict {
+        Verdict {
+            id: id.into(),
+            action,
+            rule: "r".into(),
+            reason: "test".into(),
+        }
+    }
+
+    #[test]
+    fn verdicts_by_id_are_put_in_the_requests_order() {
+        let request = test_request(&["a", "b"]);
+        let got = positional(
+            &request,
+            vec![verdict("b", Action::Remove), verdict("a", Action::Keep)],
+        )
+        .expect("valid");
+        let actions: Vec<_> = got.locks.iter().map(|v| v.action).collect();
+        assert_eq!(
+            actions,
+            [super::super::Action::Keep, super::super::Action::Remove]
+        );
+        for (verdicts, want) in [
+            (
+                vec![verdict("a", Action::Keep)],
+                "no verdict for 1 of 2 inputs (first: `b`)",
+            ),
+            (
+                vec![verdict("a", Action::Keep), verdict("a", Action::Keep)],
+                "two verdicts for `a`",
+            ),
+            (
+                vec![
+                    verdict("a", Action::Keep),
+                    verdict("b", Action::Keep),
+                    verdict("z", Action::Keep),
+                ],
+                "a verdict for `z`, which was not in its input",
+            ),
+        ] {
+            assert_eq!(positional(&request, verdicts).err(), Some(want.to_owned()));
+        }
+    }
+
+    #[test]
+    fn a_0_1_policy_never_removes_an_unreadable_file_however_old() {
+        let mut request = test_request(&["a"]);
+        request.unreadable.push(super::super::UnreadableLock {
+            id: "c".into(),
+            size: 0,
+            problem: "empty file".into(),
+            stored_at: Some(0),
+            first_seen: Some(0),
+        });
+        let err = positional(
+            &request,
+            vec![verdict("a", Action::Keep), verdict("c", Action::Remove)],
+        )
+        .expect_err("refused");
+        assert!(err.contains("never removes"), "{err}");
+    }
 }

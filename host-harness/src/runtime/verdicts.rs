@@ -157,20 +157,13 @@ pub fn check_unique_ids(request: &EvaluateRequest) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Repository, test_lock};
+    use crate::contract::test_request;
 
     const NOW: i64 = 1_796_040_000_000_000_000;
     const MINUTE: i64 = 60_000_000_000;
 
     fn request(ids: &[&str], unreadable: &[(&str, Option<i64>, Option<i64>)]) -> EvaluateRequest {
         EvaluateRequest {
-            repository: Repository {
-                id: "r".into(),
-                location: "/r".into(),
-                backend: "local".into(),
-                version: 2,
-            },
-            locks: ids.iter().map(|id| test_lock(id)).collect(),
             unreadable: unreadable
                 .iter()
                 .map(|(id, stored_at, first_seen)| UnreadableLock {
@@ -181,7 +174,7 @@ mod tests {
                     first_seen: *first_seen,
                 })
                 .collect(),
-            settings: vec![],
+            ..test_request(ids)
         }
     }
 

@@ -149,27 +149,13 @@ impl ShadowJudgement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Action, Repository, test_lock};
+    use crate::contract::{Action, test_request as request};
 
     fn verdict(action: Action, rule: &str, reason: &str) -> Verdict {
         Verdict {
             action,
             rule: rule.into(),
             reason: reason.into(),
-        }
-    }
-
-    fn request(ids: &[&str]) -> EvaluateRequest {
-        EvaluateRequest {
-            repository: Repository {
-                id: "r".into(),
-                location: "/r".into(),
-                backend: "local".into(),
-                version: 2,
-            },
-            locks: ids.iter().map(|id| test_lock(id)).collect(),
-            unreadable: Vec::new(),
-            settings: Vec::new(),
         }
     }
 
