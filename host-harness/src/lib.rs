@@ -26,6 +26,7 @@ pub mod runtime;
 pub mod stats;
 pub mod text;
 pub mod time;
+pub mod tls;
 pub mod warden;
 pub mod watch;
 mod xdg;

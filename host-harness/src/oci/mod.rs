@@ -292,6 +292,7 @@ impl Registry {
         } else {
             ClientProtocol::Https
         };
+        crate::tls::install_provider();
         Ok(WasmClient::new(Client::new(ClientConfig {
             protocol,
             connect_timeout: Some(Duration::from_secs(10)),

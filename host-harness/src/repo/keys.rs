@@ -73,8 +73,46 @@ fn scrypt_params(file: &KeyFile) -> Result<scrypt::Params, KeyError> {
             limits::SCRYPT_WORK_PER_KEY
         )));
     }
-    scrypt::Params::new(log_n, file.r, file.p, 64)
+    scrypt::Params::new(log_n, file.r, file.p)
         .map_err(|e| KeyError::Invalid(format!("bad scrypt parameters: {e}")))
+}
+
+/// One derivation at a time in this process: each already runs on every core
+/// it may, and `watch` opening many repositories at once would otherwise hold
+/// a table per lane per repository.
+static DERIVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// How many of scrypt's `p` independent lanes run at once: one per core, no
+/// more than `p`, and no more than [`limits::SCRYPT_MEMORY`] of tables
+/// (128·r·N bytes each) allow; at least one.
+pub fn scrypt_lanes(params: &scrypt::Params, cores: usize) -> usize {
+    let table = 128u64
+        .saturating_mul(u64::from(params.r()))
+        .saturating_mul(params.n());
+    let by_memory = usize::try_from(limits::SCRYPT_MEMORY / table.max(1)).unwrap_or(usize::MAX);
+    cores
+        .min(usize::try_from(params.p()).unwrap_or(usize::MAX))
+        .min(by_memory)
+        .max(1)
+}
+
+/// restic's user key: scrypt(password, salt) with the key file's parameters,
+/// 64 bytes, its lanes on [`scrypt_lanes`] threads.
+fn derive(password: &[u8], salt: &[u8], params: &scrypt::Params) -> Result<[u8; 64], KeyError> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let lanes = scrypt_lanes(params, cores);
+    let _one_at_a_time = DERIVING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(lanes)
+        .thread_name(|i| format!("scrypt-{i}"))
+        .build()
+        .map_err(|e| KeyError::Invalid(format!("cannot start scrypt's threads: {e}")))?;
+    let mut derived = [0u8; 64];
+    pool.install(|| scrypt::scrypt(password, salt, params, &mut derived))
+        .map_err(|e| KeyError::Invalid(format!("scrypt failed: {e}")))?;
+    Ok(derived)
 }
 
 fn base64_bytes<const N: usize>(field: &str, text: &str) -> Result<[u8; N], KeyError> {
@@ -119,9 +157,7 @@ fn open_parsed(file: &KeyFile, password: &[u8]) -> Result<Key, KeyError> {
     let data = BASE64
         .decode(&file.data)
         .map_err(|e| KeyError::Invalid(format!("field `data` is not base64: {e}")))?;
-    let mut derived = [0u8; 64];
-    scrypt::scrypt(password, &salt, &params, &mut derived)
-        .map_err(|e| KeyError::Invalid(format!("scrypt failed: {e}")))?;
+    let derived = derive(password, &salt, &params)?;
     let user_key = Key::from_derived(&derived);
     let plaintext = user_key.open(&data).map_err(|_| KeyError::WrongPassword)?;
     master_key(&plaintext)
@@ -149,5 +185,61 @@ mod tests {
         let err = open(file, b"pw").expect_err("too costly");
         assert!(err.to_string().contains("not tried"), "{err}");
         assert_eq!(KeyFile::parse(file).expect("parses").work(), 1 << 29);
+    }
+
+    /// RFC 7914, section 12, through [`derive`] (so on as many lanes at once
+    /// as this machine gives: the second vector has 16). The fourth vector
+    /// needs a 1 GiB table, which [`scrypt_params`] refuses.
+    #[test]
+    fn derive_matches_rfc_7914() {
+        let vectors = [
+            (
+                "",
+                "",
+                4,
+                1,
+                1,
+                "77d65762 38657b20 3b19ca42 c18a0497 f16b4844 e3074ae8 dfdffa3f ede21442 fcd0069d ed0948f8 326a753a 0fc81f17 e8d3e0fb 2e0d3628 cf35e20c 38d18906",
+            ),
+            (
+                "password",
+                "NaCl",
+                10,
+                8,
+                16,
+                "fdbabe1c 9d347200 7856e719 0d01e9fe 7c6ad7cb c8237830 e7737663 4b373162 2eaf30d9 2e22a388 6ff10927 9d9830da c727afb9 4a83ee6d 8360cbdf a2cc0640",
+            ),
+            (
+                "pleaseletmein",
+                "SodiumChloride",
+                14,
+                8,
+                1,
+                "7023bdcb 3afd7348 461c06cd 81fd38eb fda8fbba 904f8e3e a9b543f6 545da1f2 d5432955 613f0fcf 62d49705 242a9af9 e61e85dc 0d651e40 dfcf017b 45575887",
+            ),
+        ];
+        for (password, salt, log_n, r, p, expected) in vectors {
+            let params = scrypt::Params::new(log_n, r, p).expect("valid");
+            let derived = derive(password.as_bytes(), salt.as_bytes(), &params).expect("derives");
+            assert_eq!(
+                hex::encode(derived),
+                expected.replace(' ', ""),
+                "{password:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn lanes_follow_cores_p_and_memory() {
+        let restic = scrypt::Params::new(15, 8, 6).expect("valid"); // 32 MiB a table
+        assert_eq!(scrypt_lanes(&restic, 2), 2);
+        assert_eq!(scrypt_lanes(&restic, 1), 1);
+        assert_eq!(scrypt_lanes(&restic, 64), 2, "64 MiB of tables at most");
+        let one_lane = scrypt::Params::new(15, 8, 1).expect("valid");
+        assert_eq!(scrypt_lanes(&one_lane, 64), 1);
+        let small = scrypt::Params::new(14, 8, 6).expect("valid"); // 16 MiB a table
+        assert_eq!(scrypt_lanes(&small, 64), 4);
+        let huge = scrypt::Params::new(21, 8, 4).expect("valid"); // 256 MiB a table
+        assert_eq!(scrypt_lanes(&huge, 64), 1, "always at least one");
     }
 }

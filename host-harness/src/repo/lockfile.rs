@@ -101,11 +101,28 @@ pub fn seal(key: &Key, plaintext: &[u8]) -> (String, Vec<u8>) {
 fn decompress(plaintext: &[u8]) -> Result<Vec<u8>, String> {
     match plaintext.first() {
         Some(b'{' | b'[') => Ok(plaintext.to_vec()),
-        Some(2) => zstd::bulk::decompress(&plaintext[1..], MAX_LOCK_JSON)
-            .map_err(|e| format!("cannot decompress: {e}")),
+        Some(2) => decompress_zstd(&plaintext[1..]),
         Some(other) => Err(format!("unknown format byte 0x{other:02x}")),
         None => Err("decrypts to nothing".into()),
     }
+}
+
+/// One zstd frame, decoded to at most [`MAX_LOCK_JSON`] bytes.
+fn decompress_zstd(mut frame: &[u8]) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let cannot = |e: &dyn std::fmt::Display| format!("cannot decompress: {e}");
+    let decoder = ruzstd::decoding::StreamingDecoder::new(&mut frame).map_err(|e| cannot(&e))?;
+    let mut json = Vec::new();
+    decoder
+        .take(MAX_LOCK_JSON as u64 + 1)
+        .read_to_end(&mut json)
+        .map_err(|e| cannot(&e))?;
+    if json.len() > MAX_LOCK_JSON {
+        return Err(format!(
+            "decompresses to more than the {MAX_LOCK_JSON} bytes a lock can hold"
+        ));
+    }
+    Ok(json)
 }
 
 /// Parses decoded lock JSON, strictly: every field restic writes, no field
@@ -207,6 +224,25 @@ mod tests {
             decode(&id, &z, &key()).expect("zstd decodes").hostname,
             "vm"
         );
+    }
+
+    /// A small frame that inflates past what a lock can hold (a
+    /// decompression bomb) is refused after 64 KiB, and a cut frame too.
+    #[test]
+    fn zstd_frames_are_bounded_and_whole() {
+        let mut bomb = vec![2];
+        bomb.extend(zstd::bulk::compress(&vec![b' '; 8 << 20], 19).expect("compress"));
+        assert!(bomb.len() < 4096, "{}", bomb.len());
+        let (id, stored_bomb) = stored(&bomb);
+        let err = decode(&id, &stored_bomb, &key()).expect_err("refused");
+        assert!(err.contains("more than the 65536 bytes"), "{err}");
+
+        let mut cut = vec![2];
+        cut.extend(zstd::bulk::compress(JSON, 3).expect("compress"));
+        cut.truncate(cut.len() - 4);
+        let (id, stored_cut) = stored(&cut);
+        let err = decode(&id, &stored_cut, &key()).expect_err("refused");
+        assert!(err.contains("cannot decompress"), "{err}");
     }
 
     #[test]

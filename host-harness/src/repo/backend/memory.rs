@@ -49,7 +49,7 @@ impl MemoryBackend {
         let salt = random_bytes::<32>();
         let (log_n, r, p) = (10u8, 8u32, 1u32);
         let mut derived = [0u8; 64];
-        let params = scrypt::Params::new(log_n, r, p, 64).expect("valid scrypt parameters");
+        let params = scrypt::Params::new(log_n, r, p).expect("valid scrypt parameters");
         scrypt::scrypt(password, &salt, &params, &mut derived).expect("64 bytes fit");
         let key_file = serde_json::json!({
             "created": "2026-01-01T00:00:00Z", "username": "test", "hostname": "memory",
