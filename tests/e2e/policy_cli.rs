@@ -218,3 +218,34 @@ fn info_lists_the_settings_with_defaults() {
     );
     assert_eq!(doc["contract_version"], "0.2.0");
 }
+
+/// `--version` names the commit this checkout is at, both contracts the host
+/// runs and the wasmtime version `Cargo.lock` pins.
+#[test]
+fn version_names_commit_contracts_and_wasmtime() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = finish(lockwarden(dir.path()).arg("--version"));
+    out.assert_exit(0, "");
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let head = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&workspace)
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .expect("git runs");
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    let lock = std::fs::read_to_string(workspace.join("Cargo.lock")).expect("Cargo.lock");
+    let wasmtime = lock
+        .split("[[package]]")
+        .find(|p| p.contains("\nname = \"wasmtime\"\n"))
+        .and_then(|p| p.split("version = \"").nth(1))
+        .and_then(|v| v.split('"').next())
+        .expect("wasmtime in Cargo.lock");
+    let expected = format!(
+        "lockwarden {} (commit {head})\npolicy contracts: lockwarden:policy@0.2.0, \
+         lockwarden:policy@0.1.0\nwasmtime: {wasmtime}\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(!head.is_empty(), "a git checkout");
+    assert_eq!(out.stdout, expected);
+}

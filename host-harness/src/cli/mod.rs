@@ -63,7 +63,13 @@ pub mod code {
 /// Keeps restic repositories free of stale locks without ever removing a live
 /// one.
 #[derive(Debug, Parser)]
-#[command(name = "lockwarden", version, about, max_term_width = 100)]
+#[command(
+    name = "lockwarden",
+    version,
+    long_version = LONG_VERSION.as_str(),
+    about,
+    max_term_width = 100
+)]
 pub struct Cli {
     /// How to write log messages to stderr.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Human)]
@@ -71,6 +77,22 @@ pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+/// What `--version` says: the version, the commit it was built from, the
+/// policy contracts this host runs and the wasmtime that runs them.
+static LONG_VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let contracts: Vec<String> = lockwarden::runtime::CONTRACTS
+        .iter()
+        .map(|v| format!("lockwarden:policy@{v}"))
+        .collect();
+    format!(
+        "{} (commit {})\npolicy contracts: {}\nwasmtime: {}",
+        env!("CARGO_PKG_VERSION"),
+        env!("LOCKWARDEN_GIT_COMMIT"),
+        contracts.join(", "),
+        env!("LOCKWARDEN_WASMTIME_VERSION"),
+    )
+});
 
 /// Log formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

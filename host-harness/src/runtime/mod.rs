@@ -353,6 +353,9 @@ impl Runtime {
     }
 }
 
+/// The policy contract versions this host runs, newest first.
+pub const CONTRACTS: [&str; 2] = [contract::VERSION, v0_1::VERSION];
+
 /// The contract versions this host runs, for messages.
 const SUPPORTED: &str = "0.2.x or 0.1.x";
 
