@@ -125,10 +125,25 @@ fn fill(repo: &TestRepo, n: usize, ages: Ages) {
     }
 }
 
+/// The scrypt parameters of the repository's key file at `repo` (restic
+/// calibrates them per machine at `init`), as `N=32768, r=8, p=6`.
+fn key_params(repo: &Path) -> String {
+    let keys: Vec<_> = std::fs::read_dir(repo.join("keys"))
+        .expect("keys/")
+        .map(|e| e.expect("key entry").path())
+        .collect();
+    assert_eq!(keys.len(), 1, "one key file in {}", repo.display());
+    let key: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&keys[0]).expect("key file")).expect("key JSON");
+    format!("N={}, r={}, p={}", key["N"], key["r"], key["p"])
+}
+
 /// Paired runs of the two tools.
 pub struct Pairs {
     /// Locks in the repository.
     pub locks: usize,
+    /// Its key's scrypt parameters ([`key_params`]).
+    pub key: String,
     /// lockwarden's runs.
     pub lockwarden: Vec<Run>,
     /// restic's runs.
@@ -199,7 +214,7 @@ pub fn one_shot_unlock(n: usize, reps: usize) -> Pairs {
         );
         run
     };
-    alternate(n, reps, unlock_copy)
+    alternate(n, key_params(&base.path), reps, unlock_copy)
 }
 
 /// A periodic round over many repositories.
@@ -369,7 +384,7 @@ pub fn over_rest(n: usize, reps: usize) -> Pairs {
             .arg(&pw),
         &[0],
     );
-    let pairs = alternate(n, reps, |ours| {
+    let pairs = alternate(n, key_params(&repo.path), reps, |ours| {
         if ours {
             measure(
                 lockwarden(&lw_cache)
@@ -391,9 +406,10 @@ pub fn over_rest(n: usize, reps: usize) -> Pairs {
 
 /// Runs `run(true)` (lockwarden) and `run(false)` (restic) `reps` times each,
 /// alternating which goes first.
-fn alternate(locks: usize, reps: usize, mut run: impl FnMut(bool) -> Run) -> Pairs {
+fn alternate(locks: usize, key: String, reps: usize, mut run: impl FnMut(bool) -> Run) -> Pairs {
     let mut pairs = Pairs {
         locks,
+        key,
         lockwarden: vec![],
         restic: vec![],
     };
