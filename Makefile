@@ -7,7 +7,7 @@ CARGO ?= cargo
 PROFILE_FLAGS := --release
 BIN := target/release/lockwarden
 
-.PHONY: help setup servers build test lint bench demo fuzz clean
+.PHONY: help setup servers build dist install image test lint bench demo fuzz clean
 
 # The packages built as wasm32-wasip2 components (by guest-build/, called from
 # host-harness/build.rs and tests/build.rs): the policies and the test guests.
@@ -27,19 +27,30 @@ AZURITE := tests/servers/azurite
 
 setup: ## Add the wasm32-wasip2 target; install restic, rclone, docker-registry, Node.js (apt-get)
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-	@missing=""; \
-	for pair in $(TOOLS); do command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing$$missing with apt-get"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing >/dev/null; \
-	  else \
-	    echo "missing:$$missing; install them (e.g. sudo apt-get install$$missing) and run make again" >&2; exit 1; \
-	  fi; \
-	fi
+	@./scripts/need.sh $(TOOLS)
 
 build: setup ## Build the policy component and the lockwarden binary (release)
 	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden
+
+# What users install: the `dist` profile (stripped, thin LTO; Cargo.toml).
+PREFIX ?= /usr/local
+dist: setup ## Build the binary to install: stripped, thin LTO (target/dist/lockwarden)
+	$(CARGO) build --profile dist -p lockwarden
+
+install: dist ## Install lockwarden into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local)
+	install -D -m 0755 target/dist/lockwarden $(DESTDIR)$(PREFIX)/bin/lockwarden
+
+# The container image: a static (musl) lockwarden with restic and kubectl,
+# assembled by scripts/image.sh with umoci; `make image IMAGE=host/repo:tag`
+# also pushes it with skopeo.
+MUSL := x86_64-unknown-linux-musl
+IMAGE_LAYOUT := target/image
+image: setup ## Build the OCI image into target/image; IMAGE=host/repo:tag pushes it too
+	@rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL)
+	@./scripts/need.sh umoci:umoci skopeo:skopeo musl-gcc:musl-tools
+	$(CARGO) build --profile dist --target $(MUSL) -p lockwarden
+	./scripts/image.sh build target/$(MUSL)/dist/lockwarden $(IMAGE_LAYOUT)
+	@if [ -n "$(IMAGE)" ]; then ./scripts/image.sh push $(IMAGE_LAYOUT) $(IMAGE); fi
 
 # jco and the WASI shim for the Node.js host, exactly as package-lock.json pins them.
 $(NODE_HOST)/node_modules/.package-lock.json: $(NODE_HOST)/package-lock.json
@@ -64,7 +75,7 @@ $(AZURITE)/node_modules/.package-lock.json: $(AZURITE)/package-lock.json
 
 servers: setup $(SERVERS_ENV)/installed $(AZURITE)/node_modules/.package-lock.json ## Install the S3, GCS and Azure test servers (moto, fake-gcs-server, Azurite)
 
-test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed ## Build everything, the test guests too, and run all tests (Rust, Node.js and Python hosts)
+test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed image ## Build everything (the test guests and the image too) and run all tests (Rust, Node.js and Python hosts)
 	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden
 	$(CARGO) test $(PROFILE_FLAGS) --workspace
 
@@ -74,7 +85,7 @@ lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-w
 	$(CARGO) clippy $(COMPONENTS) --target wasm32-wasip2 -- -D warnings
 
 bench: setup servers $(NODE_HOST)/node_modules/.package-lock.json ## Measure against restic and native code; writes BENCHMARKS.md (not part of test)
-	@command -v /usr/bin/time >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq time >/dev/null; } || { echo "install GNU time (apt-get install time)" >&2; exit 1; }
+	@./scripts/need.sh /usr/bin/time:time
 	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden -p lockwarden-bench
 	./target/release/lockwarden-bench
 
