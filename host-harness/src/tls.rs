@@ -13,3 +13,19 @@ pub fn install_provider() {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
 }
+
+/// Whether an HTTPS client can be made here. It cannot when no trusted root
+/// certificate is found (an image without a CA bundle, `SSL_CERT_FILE`
+/// naming an empty file); oci-client then panics instead of saying so, so
+/// its caller asks first. The error says what to do.
+pub fn check_roots() -> Result<(), String> {
+    install_provider();
+    reqwest::Client::builder().build().map(drop).map_err(|e| {
+        let cause = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+        format!(
+            "cannot set up TLS: {}; install CA certificates, or point SSL_CERT_FILE at a \
+             bundle of them",
+            crate::text::escape(&cause)
+        )
+    })
+}

@@ -71,6 +71,15 @@ fn assert_wasm_layout(registry: &Registry, manifest: &Value, component: &Path) {
     .expect("config JSON");
     assert_eq!(config["architecture"], "wasm");
     assert_eq!(config["os"], "wasip2");
+    assert_eq!(config["layerDigests"][0], layers[0]["digest"]);
+    let exports = config["component"]["exports"].as_array().expect("exports");
+    assert!(
+        exports.iter().any(|e| e
+            .as_str()
+            .is_some_and(|e| e.starts_with("lockwarden:policy/policy@"))),
+        "{config:#}"
+    );
+    assert!(config["created"].is_string(), "{config:#}");
     assert_eq!(
         manifest["annotations"]["org.opencontainers.image.title"],
         "lockwarden-default"
@@ -276,4 +285,54 @@ fn plain_http_only_on_loopback_and_only_when_asked() {
             .args(["--policy", "oci://ghcr.io/org/p"]),
     );
     out.assert_exit(2, "neither a tag nor a digest");
+}
+
+/// Over HTTPS (no `--insecure-registry`): the certificate is checked against
+/// the trusted roots (`SSL_CERT_FILE` here), so the push and the pull work
+/// with the registry's CA trusted, and fail with a clear error, not a panic,
+/// without it.
+#[test]
+fn a_registry_over_https_is_used_when_its_certificate_is_trusted() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = Registry::start_tls(dir.path());
+    let ca = registry.ca.clone().expect("a CA");
+    let docker = dir.path().join("docker");
+    let reference = format!("oci://{}/lockwarden/default:tls", registry.host);
+    let push_tls = |trust: &Path| {
+        let cache = tempfile::tempdir().expect("temp dir");
+        finish(
+            lockwarden(cache.path())
+                .args(["policy", "push"])
+                .arg(guests::DEFAULT.path())
+                .arg(&reference)
+                .env("DOCKER_CONFIG", &docker)
+                .env("SSL_CERT_FILE", trust)
+                .env_remove("SSL_CERT_DIR"),
+        )
+    };
+
+    // No trusted root at all: a message, not a panic.
+    let none = push_tls(Path::new("/dev/null"));
+    none.assert_exit(1, "cannot set up TLS");
+    assert!(none.stderr.contains("SSL_CERT_FILE"), "{none:?}");
+    // The system's roots, which do not include the test CA.
+    let untrusted = push_tls(Path::new("/etc/ssl/certs/ca-certificates.crt"));
+    untrusted.assert_exit(1, "certificate");
+    for out in [&none, &untrusted] {
+        assert!(!out.stderr.contains("panicked"), "{out:?}");
+    }
+
+    let out = push_tls(&ca);
+    assert_eq!(out.code, 0, "{out:?}");
+    let pinned = out.stdout.trim().to_owned();
+    let (repo, stale) = repo_with_stale_lock();
+    let out = finish(
+        repo.lockwarden("check")
+            .args(["--json", "--policy", &pinned])
+            .env("DOCKER_CONFIG", &docker)
+            .env("SSL_CERT_FILE", &ca),
+    );
+    assert_eq!(out.code, 3, "{out:?}");
+    let doc: Value = serde_json::from_str(&out.stdout).expect("check --json");
+    assert_eq!(doc["locks"][0]["id"], stale.as_str());
 }

@@ -14,6 +14,78 @@ pub const REGISTRY_USER: &str = "publisher";
 /// The registry's password when authentication is on.
 pub const REGISTRY_PASS: &str = "registry-s3cret";
 
+/// A CA and a certificate for 127.0.0.1 it signed (openssl): returns the
+/// CA's certificate and the server's certificate and key.
+fn tls_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .expect("extensions file");
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run openssl");
+        assert!(out.status.success(), "openssl {args:?}: {out:?}");
+    };
+    let ec: &[&str] = &[
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509", "-days", "2"],
+            ec,
+            &["-subj", "/CN=lockwarden test CA"],
+            &["-keyout", "ca.key", "-out", "ca.pem"],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"],
+            ec,
+            &[
+                "-subj",
+                "/CN=127.0.0.1",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+        "-out",
+        "server.pem",
+    ]);
+    (
+        dir.join("ca.pem"),
+        dir.join("server.pem"),
+        dir.join("server.key"),
+    )
+}
+
 /// A running registry; stopped when dropped.
 pub struct Registry {
     child: Child,
@@ -21,21 +93,30 @@ pub struct Registry {
     pub host: String,
     /// Its storage directory.
     pub storage: PathBuf,
+    /// The certificate of the CA that signed its TLS certificate, when it
+    /// serves HTTPS ([`Registry::start_tls`]).
+    pub ca: Option<PathBuf>,
 }
 
 impl Registry {
     /// Starts an open registry storing under `dir`.
     pub fn start(dir: &Path) -> Registry {
-        Registry::launch(dir, false)
+        Registry::launch(dir, false, false)
+    }
+
+    /// Starts an open registry serving HTTPS only, with a certificate for
+    /// 127.0.0.1 signed by a CA of its own ([`Registry::ca`]).
+    pub fn start_tls(dir: &Path) -> Registry {
+        Registry::launch(dir, false, true)
     }
 
     /// Starts a registry that requires [`REGISTRY_USER`] and
     /// [`REGISTRY_PASS`].
     pub fn start_with_auth(dir: &Path) -> Registry {
-        Registry::launch(dir, true)
+        Registry::launch(dir, true, false)
     }
 
-    fn launch(dir: &Path, auth: bool) -> Registry {
+    fn launch(dir: &Path, auth: bool, tls: bool) -> Registry {
         let storage = dir.join("storage");
         std::fs::create_dir_all(&storage).expect("registry storage");
         let host = format!("127.0.0.1:{}", free_port());
@@ -44,6 +125,15 @@ impl Registry {
              filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\n",
             storage.display()
         );
+        let ca = tls.then(|| {
+            let (ca, cert, key) = tls_files(dir);
+            config += &format!(
+                "  tls:\n    certificate: {}\n    key: {}\n",
+                cert.display(),
+                key.display()
+            );
+            ca
+        });
         if auth {
             let hash = bcrypt::hash(REGISTRY_PASS, 4).expect("bcrypt");
             let htpasswd = dir.join("htpasswd");
@@ -68,6 +158,7 @@ impl Registry {
             child,
             host,
             storage,
+            ca,
         }
     }
 

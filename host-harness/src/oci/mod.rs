@@ -10,9 +10,10 @@
 //! `~/.docker/config.json`, credential helpers included). Plain HTTP is only
 //! spoken to registries on this machine, and only when asked.
 //!
-//! oci-client and oci-wasm are async; each call runs on a current-thread
-//! runtime of its own, so the rest of lockwarden stays synchronous.
+//! oci-client is async; each call runs on a current-thread runtime of its
+//! own, so the rest of lockwarden stays synchronous.
 
+mod artifact;
 mod reference;
 mod store;
 
@@ -27,7 +28,8 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::{DigestError, OciDistributionError, OciEnvelope, OciErrorCode};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
-use oci_wasm::{WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE, WasmClient, WasmConfig};
+
+use artifact::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE};
 
 pub use reference::{OciReference, SCHEME};
 use store::BlobStore;
@@ -251,28 +253,21 @@ impl Registry {
         }
         check_component("the file to push", component)?;
         let (config, layer) =
-            WasmConfig::from_raw_component(component.to_vec(), None).map_err(|e| {
-                OciError::NotComponent {
-                    what: "the file to push".into(),
-                    cause: format!("{e:#}"),
-                }
+            artifact::config_and_layer(component).map_err(|cause| OciError::NotComponent {
+                what: "the file to push".into(),
+                cause,
             })?;
         let client = self.client(reference)?;
         let auth = credentials(&reference.registry)?;
         let target = reference.to_client();
-        let fail = |e: anyhow::Error| match e.downcast::<OciDistributionError>() {
-            Ok(e) => classify(reference, "the manifest", e),
-            Err(e) => OciError::Registry {
-                registry: reference.registry.clone(),
-                reference: reference.to_string(),
-                cause: format!("{e:#}"),
-            },
-        };
+        let layers = [layer];
+        let mut manifest = OciImageManifest::build(&layers, &config, Some(annotations));
+        manifest.media_type = Some(artifact::MANIFEST_MEDIA_TYPE.to_owned());
         block_on(async {
             client
-                .push(&target, &auth, layer, config, Some(annotations))
+                .push(&target, &layers, config, &auth, Some(manifest))
                 .await
-                .map_err(fail)?;
+                .map_err(|e| classify(reference, "the manifest", e))?;
             let digest = client
                 .fetch_manifest_digest(&target, &auth)
                 .await
@@ -281,7 +276,7 @@ impl Registry {
         })?
     }
 
-    fn client(&self, reference: &OciReference) -> Result<WasmClient, OciError> {
+    fn client(&self, reference: &OciReference) -> Result<Client, OciError> {
         let protocol = if self.insecure {
             if !reference.is_loopback() {
                 return Err(OciError::InsecureNotLoopback {
@@ -292,14 +287,20 @@ impl Registry {
         } else {
             ClientProtocol::Https
         };
-        crate::tls::install_provider();
-        Ok(WasmClient::new(Client::new(ClientConfig {
+        // oci-client makes a TLS client even for plain HTTP, and panics when
+        // it cannot.
+        crate::tls::check_roots().map_err(|cause| OciError::Unreachable {
+            registry: reference.registry.clone(),
+            cause,
+            hint: "lockwarden trusts the system's certificates",
+        })?;
+        Ok(Client::new(ClientConfig {
             protocol,
             connect_timeout: Some(Duration::from_secs(10)),
             read_timeout: Some(Duration::from_secs(60)),
             user_agent: concat!("lockwarden/", env!("CARGO_PKG_VERSION")),
             ..ClientConfig::default()
-        })))
+        }))
     }
 }
 
@@ -368,9 +369,9 @@ pub(crate) fn wasm_layer(
     };
     let manifest: OciImageManifest = serde_json::from_slice(manifest)
         .map_err(|e| not_wasm(format!("its manifest is not an OCI image manifest ({e})")))?;
-    if manifest.config.media_type != WASM_MANIFEST_CONFIG_MEDIA_TYPE {
+    if manifest.config.media_type != CONFIG_MEDIA_TYPE {
         return Err(not_wasm(format!(
-            "its config has media type {}, not {WASM_MANIFEST_CONFIG_MEDIA_TYPE}",
+            "its config has media type {}, not {CONFIG_MEDIA_TYPE}",
             manifest.config.media_type
         )));
     }
@@ -382,13 +383,13 @@ pub(crate) fn wasm_layer(
                 crate::limits::POLICY
             )))
         }
-        [layer] if layer.media_type == WASM_LAYER_MEDIA_TYPE => Ok(layer.clone()),
+        [layer] if layer.media_type == LAYER_MEDIA_TYPE => Ok(layer.clone()),
         [layer] => Err(not_wasm(format!(
-            "its layer has media type {}, not {WASM_LAYER_MEDIA_TYPE}",
+            "its layer has media type {}, not {LAYER_MEDIA_TYPE}",
             layer.media_type
         ))),
         layers => Err(not_wasm(format!(
-            "it has {} layers, not one {WASM_LAYER_MEDIA_TYPE} layer",
+            "it has {} layers, not one {LAYER_MEDIA_TYPE} layer",
             layers.len()
         ))),
     }
