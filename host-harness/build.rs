@@ -65,14 +65,13 @@ fn locked_version(workspace: &Path, package: &str) -> String {
     let name = format!("name = \"{package}\"");
     let mut lines = lock.lines();
     while let Some(line) = lines.next() {
-        if line == name {
-            if let Some(version) = lines
+        if line == name
+            && let Some(version) = lines
                 .next()
                 .and_then(|l| l.strip_prefix("version = \""))
                 .and_then(|l| l.strip_suffix('"'))
-            {
-                return version.to_owned();
-            }
+        {
+            return version.to_owned();
         }
     }
     "unknown".to_owned()

@@ -96,7 +96,8 @@ build() {
     rm -rf "$layout"
     umoci init --layout "$layout"
     umoci new --image "$layout:$version"
-    umoci raw add-layer --no-history --image "$layout:$version" "$work/layer.tar"
+    umoci raw add-layer --image "$layout:$version" --history.created "$created" \
+        --history.created_by "scripts/image.sh build" "$work/layer.tar"
     local config=(
         --no-history --created "$created" --author lockwarden
         --architecture amd64 --os linux

@@ -55,9 +55,15 @@ fn the_image_pulled_by_digest_runs_lockwarden_on_a_real_repository() {
     let digest = by_digest
         .strip_prefix(&format!("{}/team/lockwarden@", registry.host))
         .unwrap_or_else(|| panic!("push prints IMAGE@digest: {pushed:?}"));
-    let (manifest, _) = registry.manifest("team/lockwarden", digest);
+    let (manifest, served) = registry.manifest("team/lockwarden", digest);
+    assert_eq!(served, digest);
     assert_eq!(
-        manifest["mediaType"], "application/vnd.oci.image.manifest.v1+json",
+        manifest["config"]["mediaType"], "application/vnd.oci.image.config.v1+json",
+        "{manifest:#}"
+    );
+    assert_eq!(
+        manifest["layers"].as_array().map(Vec::len),
+        Some(1),
         "{manifest:#}"
     );
 
@@ -141,7 +147,7 @@ fn in_the_image_as_its_user(rootfs: &Path, repo: &TestRepo) {
         .arg(&state));
     let tmp = rootfs.join("tmp");
     let in_image = |args: &[&str]| {
-        let mut command = Command::new("chroot");
+        let mut command = Command::new("/usr/sbin/chroot");
         command
             .arg(format!("--userspec={IMAGE_USER}:{IMAGE_USER}"))
             .arg(rootfs)
