@@ -643,3 +643,41 @@ fn a_fractional_stale_after_is_accepted() {
     assert_eq!(verdict(&report, &younger), pair("keep", "fresh"));
     let _ = entry(&report, &younger);
 }
+
+/// Zstd bombs: lock files of 4.4 KB that each inflate to 137 MiB, declaring
+/// restic's largest window. Decoding stops 64 KiB in, so 16 of them, read 8
+/// at a time, fit in half a GiB beside the engine's 2 GiB stack pool (a
+/// decoder that filled its window first needed over 1 GiB), each is reported
+/// unreadable, and the stale lock beside them is still judged.
+#[test]
+fn zstd_bombs_are_unreadable_and_cost_no_memory() {
+    let repo = TestRepo::init_local();
+    let writer = LockWriter::new(&repo);
+    let mut bomb = vec![2u8, 0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x88];
+    for i in 0..1100u32 {
+        let header = u32::from(i == 1099) | (1 << 1) | ((128 * 1024) << 3);
+        bomb.extend(&header.to_le_bytes()[..3]);
+        bomb.push(b' ');
+    }
+    let bombs: Vec<String> = (0..16u8)
+        .map(|i| {
+            let mut one = bomb.clone();
+            one.push(i); // a different file each, with bytes after the frame
+            writer.write_sealed(&one)
+        })
+        .collect();
+    let stale = stale_lock(&writer, 5);
+    let mut command = repo.lockwarden("check");
+    command.arg("--json");
+    let out = Guarded::spawn(&mut with_memory_cap(&command, 5 << 29))
+        .finish_within(HANG_GUARD, "check over zstd bombs");
+    assert_eq!(out.code, 3, "{out:?}");
+    let doc = doc(&out);
+    for id in &bombs {
+        assert!(
+            problem(&doc, id).contains("more than the 65536 bytes"),
+            "{doc:#}"
+        );
+    }
+    assert_eq!(verdict(&doc, &stale).0, "remove", "{doc:#}");
+}

@@ -118,7 +118,13 @@ impl LockWriter {
                 p
             }
         };
-        let (id, stored) = lockfile::seal(&self.key, &plaintext);
+        self.write_sealed(&plaintext)
+    }
+
+    /// Encrypts `plaintext` as restic stores a lock file (whatever it
+    /// holds), writes it and returns its id.
+    pub fn write_sealed(&self, plaintext: &[u8]) -> String {
+        let (id, stored) = lockfile::seal(&self.key, plaintext);
         self.write_named(&id, &stored);
         id
     }

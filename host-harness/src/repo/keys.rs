@@ -62,8 +62,16 @@ fn scrypt_params(file: &KeyFile) -> Result<scrypt::Params, KeyError> {
     }
     let log_n = u8::try_from(file.n.trailing_zeros()).unwrap_or(u8::MAX);
     let memory = 128u64 * u64::from(file.r) * file.n;
-    // restic calibrates to at most 60 MiB.
-    if log_n > 24 || memory > 1 << 28 || file.p > 64 || file.work() > limits::SCRYPT_WORK_PER_KEY {
+    // restic calibrates to at most 60 MiB, and always with r=8 (64 leaves
+    // room for other writers): a huge r with a tiny N would pass the work
+    // bound while the lanes' 128·r·p bytes of input and their cache misses
+    // cost gigabytes and seconds.
+    if log_n > 24
+        || memory > 1 << 28
+        || file.r > 64
+        || file.p > 64
+        || file.work() > limits::SCRYPT_WORK_PER_KEY
+    {
         return Err(KeyError::Invalid(format!(
             "scrypt parameters N={} r={} p={} ask for more work than any restic calibration \
              (N·r·p at most {}); not tried",
@@ -185,6 +193,18 @@ mod tests {
         let err = open(file, b"pw").expect_err("too costly");
         assert!(err.to_string().contains("not tried"), "{err}");
         assert_eq!(KeyFile::parse(file).expect("parses").work(), 1 << 29);
+    }
+
+    /// Work within bounds, but blocks of megabytes: refused before any work.
+    #[test]
+    fn huge_blocks_are_refused_before_any_work() {
+        for file in [
+            br#"{"kdf":"scrypt","N":2,"r":1048576,"p":4,"salt":"AA==","data":"AA=="}"#.as_slice(),
+            br#"{"kdf":"scrypt","N":2,"r":65536,"p":64,"salt":"AA==","data":"AA=="}"#,
+        ] {
+            let err = open(file, b"pw").expect_err("too costly");
+            assert!(err.to_string().contains("not tried"), "{err}");
+        }
     }
 
     /// RFC 7914, section 12, through [`derive`] (so on as many lanes at once

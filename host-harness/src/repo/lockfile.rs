@@ -107,20 +107,31 @@ fn decompress(plaintext: &[u8]) -> Result<Vec<u8>, String> {
     }
 }
 
-/// One zstd frame, decoded to at most [`MAX_LOCK_JSON`] bytes.
+/// One zstd frame and nothing after it, decoded to at most
+/// [`MAX_LOCK_JSON`] bytes. The decoder is told to stop there: a frame may
+/// declare a window of up to 128 MiB (restic's own declare 26 MiB for 200
+/// bytes of JSON), and a reader on top of it would see no output before a
+/// window's worth was decoded, so a 4 KB bomb would cost 128 MiB per lock.
 fn decompress_zstd(mut frame: &[u8]) -> Result<Vec<u8>, String> {
-    use std::io::Read as _;
+    use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
     let cannot = |e: &dyn std::fmt::Display| format!("cannot decompress: {e}");
-    let decoder = ruzstd::decoding::StreamingDecoder::new(&mut frame).map_err(|e| cannot(&e))?;
-    let mut json = Vec::new();
-    decoder
-        .take(MAX_LOCK_JSON as u64 + 1)
-        .read_to_end(&mut json)
+    let mut decoder = FrameDecoder::new();
+    decoder.init(&mut frame).map_err(|e| cannot(&e))?;
+    let finished = decoder
+        .decode_blocks(
+            &mut frame,
+            BlockDecodingStrategy::UptoBytes(MAX_LOCK_JSON + 1),
+        )
         .map_err(|e| cannot(&e))?;
-    if json.len() > MAX_LOCK_JSON {
+    let json = decoder.collect().unwrap_or_default();
+    if !finished || json.len() > MAX_LOCK_JSON {
         return Err(format!(
             "decompresses to more than the {MAX_LOCK_JSON} bytes a lock can hold"
         ));
+    }
+    if !frame.is_empty() {
+        // restic reads every frame; one is all it writes.
+        return Err(format!("{} bytes follow the zstd frame", frame.len()));
     }
     Ok(json)
 }
@@ -226,23 +237,48 @@ mod tests {
         );
     }
 
+    /// A zstd frame by hand: a 128 MiB window, then `blocks` RLE blocks of
+    /// 128 KiB of spaces (4 bytes each), the last one marked last.
+    fn rle_bomb(blocks: usize) -> Vec<u8> {
+        let mut frame = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x88];
+        for i in 0..blocks {
+            let last = u32::from(i + 1 == blocks);
+            let header = last | (1 << 1) | ((128 * 1024) << 3);
+            frame.extend(&header.to_le_bytes()[..3]);
+            frame.push(b' ');
+        }
+        frame
+    }
+
     /// A small frame that inflates past what a lock can hold (a
-    /// decompression bomb) is refused after 64 KiB, and a cut frame too.
+    /// decompression bomb) is refused once 64 KiB are out, without decoding
+    /// the rest; a cut frame, and bytes after the frame, are refused too.
     #[test]
-    fn zstd_frames_are_bounded_and_whole() {
+    fn zstd_frames_are_bounded_whole_and_alone() {
         let mut bomb = vec![2];
-        bomb.extend(zstd::bulk::compress(&vec![b' '; 8 << 20], 19).expect("compress"));
-        assert!(bomb.len() < 4096, "{}", bomb.len());
+        bomb.extend(rle_bomb(1100)); // 137 MiB from 4.4 KB
         let (id, stored_bomb) = stored(&bomb);
         let err = decode(&id, &stored_bomb, &key()).expect_err("refused");
         assert!(err.contains("more than the 65536 bytes"), "{err}");
 
+        let mut small = vec![2];
+        small.extend(rle_bomb(1)); // 128 KiB of spaces: over the bound too
+        let (id, stored_small) = stored(&small);
+        assert!(decode(&id, &stored_small, &key()).is_err());
+
+        let frame = zstd::bulk::compress(JSON, 3).expect("compress");
         let mut cut = vec![2];
-        cut.extend(zstd::bulk::compress(JSON, 3).expect("compress"));
-        cut.truncate(cut.len() - 4);
+        cut.extend(&frame[..frame.len() - 4]);
         let (id, stored_cut) = stored(&cut);
         let err = decode(&id, &stored_cut, &key()).expect_err("refused");
         assert!(err.contains("cannot decompress"), "{err}");
+
+        let mut two = vec![2];
+        two.extend(&frame);
+        two.extend(zstd::bulk::compress(b"garbage", 3).expect("compress"));
+        let (id, stored_two) = stored(&two);
+        let err = decode(&id, &stored_two, &key()).expect_err("refused");
+        assert!(err.contains("follow the zstd frame"), "{err}");
     }
 
     #[test]
