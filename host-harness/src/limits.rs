@@ -34,6 +34,11 @@ pub const LOCK_NAME_FIELD: usize = 255;
 /// scrypt work one key file may ask for, as N·r·p (restic calibrates to about
 /// 2^20; 2^23 is about 3 s here).
 pub const SCRYPT_WORK_PER_KEY: u64 = 1 << 23;
+/// A file of trusted certificates (`SSL_CERT_FILE`, or one in
+/// `SSL_CERT_DIR`): Debian's whole bundle is about 220 KiB.
+pub const CERT_FILE: u64 = 16 * 1024 * 1024;
+/// Entries of `SSL_CERT_DIR` looked at (Debian's holds about 300).
+pub const CERT_DIR_ENTRIES: usize = 10_000;
 /// scrypt tables (128·r·N bytes each, one per lane) held at once while a key
 /// is derived; lanes beyond this wait their turn. At restic's usual N=32768,
 /// r=8 that is 2 lanes at once: 1.5 to 2 times as fast as one after another,

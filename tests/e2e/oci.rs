@@ -300,7 +300,7 @@ fn a_registry_over_https_is_used_when_its_certificate_is_trusted() {
     let reference = format!("oci://{}/lockwarden/default:tls", registry.host);
     let push_tls = |trust: &Path| {
         let cache = tempfile::tempdir().expect("temp dir");
-        finish(
+        lockwarden_tests::guard::finish_guarded(
             lockwarden(cache.path())
                 .args(["policy", "push"])
                 .arg(guests::DEFAULT.path())
@@ -312,9 +312,19 @@ fn a_registry_over_https_is_used_when_its_certificate_is_trusted() {
     };
 
     // No trusted root at all: a message, not a panic.
-    let none = push_tls(Path::new("/dev/null"));
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "").expect("empty bundle");
+    let none = push_tls(&empty);
     none.assert_exit(1, "cannot set up TLS");
     assert!(none.stderr.contains("SSL_CERT_FILE"), "{none:?}");
+    // A FIFO, which the TLS stack would wait on forever, and /dev/zero,
+    // which never ends: refused without being opened.
+    let fifo = dir.path().join("fifo.pem");
+    lockwarden_tests::adversary::mkfifo(&fifo);
+    for special in [fifo.as_path(), Path::new("/dev/zero")] {
+        let out = push_tls(special);
+        out.assert_exit(1, "is not a regular file");
+    }
     // The system's roots, which do not include the test CA.
     let untrusted = push_tls(Path::new("/etc/ssl/certs/ca-certificates.crt"));
     untrusted.assert_exit(1, "certificate");

@@ -75,7 +75,6 @@ impl Location {
         timeout: Duration,
         variables: &Variables,
     ) -> Result<Box<dyn Backend>, BackendError> {
-        crate::tls::install_provider();
         (self.scheme.open)(&Target {
             location: &self.text,
             shown: &self.redacted(),

@@ -124,6 +124,12 @@ pub fn check_bucket(bucket: &str, scheme: &str) -> Result<(), LocationError> {
     )))
 }
 
+/// Whether an HTTPS client can be made ([`crate::tls::check_roots`]): asked
+/// before each store's builder makes one.
+pub fn tls_ready() -> Result<(), BackendError> {
+    crate::tls::check_roots().map_err(BackendError::Other)
+}
+
 /// The backend over a client the builder made (or why it could not).
 pub fn open(
     name: &'static str,

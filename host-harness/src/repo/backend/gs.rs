@@ -21,6 +21,7 @@ pub const SCHEME: Scheme = Scheme {
     open: |target: &Target<'_>| {
         let (bucket, prefix) =
             parse(target.location).map_err(|e| BackendError::Other(e.to_string()))?;
+        cloud::tls_ready()?;
         let built = builder(&bucket, target)?.build();
         cloud::open(SCHEME.name, built, &bucket, prefix, target)
     },

@@ -25,6 +25,7 @@ pub const SCHEME: Scheme = Scheme {
     open: |target: &Target<'_>| {
         let location =
             S3Location::parse(target.location).map_err(|e| BackendError::Other(e.to_string()))?;
+        cloud::tls_ready()?;
         let built = location.builder(target)?.build();
         cloud::open(
             SCHEME.name,
