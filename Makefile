@@ -45,12 +45,14 @@ install: dist ## Install lockwarden into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/lo
 # also pushes it with skopeo.
 MUSL := x86_64-unknown-linux-musl
 IMAGE_LAYOUT := target/image
+# Reaches the recipe through the environment, never pasted into it.
+export IMAGE
 image: setup ## Build the OCI image into target/image; IMAGE=host/repo:tag pushes it too
 	@rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL)
 	@./scripts/need.sh umoci:umoci skopeo:skopeo musl-gcc:musl-tools
 	$(CARGO) build --profile dist --target $(MUSL) -p lockwarden
 	./scripts/image.sh build target/$(MUSL)/dist/lockwarden $(IMAGE_LAYOUT)
-	@if [ -n "$(IMAGE)" ]; then ./scripts/image.sh push $(IMAGE_LAYOUT) $(IMAGE); fi
+	@if [ -n "$$IMAGE" ]; then ./scripts/image.sh push $(IMAGE_LAYOUT) "$$IMAGE"; fi
 
 # jco and the WASI shim for the Node.js host, exactly as package-lock.json pins them.
 $(NODE_HOST)/node_modules/.package-lock.json: $(NODE_HOST)/package-lock.json

@@ -34,6 +34,11 @@ fn main() {
 fn git_commit(workspace: &Path) -> String {
     println!("cargo::rerun-if-env-changed=LOCKWARDEN_GIT_COMMIT");
     if let Ok(given) = std::env::var("LOCKWARDEN_GIT_COMMIT") {
+        let hex = (7..=40).contains(&given.len()) && given.bytes().all(|b| b.is_ascii_hexdigit());
+        assert!(
+            hex || given == "unknown",
+            "LOCKWARDEN_GIT_COMMIT must be 7 to 40 hex digits or `unknown`"
+        );
         return given;
     }
     let git = |args: &[&str]| {

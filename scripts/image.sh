@@ -48,9 +48,21 @@ build() {
     epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
     created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
 
+    # LAYOUT is replaced: only when it is absent or an OCI layout already.
+    if [ -e "$layout" ] || [ -L "$layout" ]; then
+        [ -d "$layout" ] && [ ! -L "$layout" ] && [ -f "$layout/oci-layout" ] \
+            || die "$layout exists and is not an OCI layout; not replacing it"
+        local entry
+        for entry in "$layout"/* "$layout"/.[!.]*; do
+            case "${entry##*/}" in
+            oci-layout | index.json | blobs | '*' | '.[!.]*') ;;
+            *) die "$layout holds $entry, which no OCI layout does; not replacing it" ;;
+            esac
+        done
+    fi
     local work
     work=$(mktemp -d)
-    trap 'rm -rf "$work"' RETURN
+    trap "rm -rf '$work'" EXIT
     mkdir -p "$work/debs" "$work/files" "$work/rootfs"
     (cd "$work/debs" && apt-get download -qq "${PACKAGES[@]}" 2>/dev/null) \
         || die "apt-get download ${PACKAGES[*]} failed (run apt-get update?)"
@@ -122,14 +134,23 @@ build() {
 push() {
     local layout=$1 image=$2
     command -v skopeo >/dev/null || die "skopeo is missing (make image installs it)"
-    [[ $image == */*:* || $image == */*@* ]] || die "IMAGE must be host/repository:tag, not $image"
+    # host[:port]/path/name:tag, the tag after the last slash.
+    [[ $image =~ ^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+:[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$ ]] \
+        || die "IMAGE must be host[:port]/repository:tag, not $image"
+    local verify=${IMAGE_TLS_VERIFY:-true}
+    case "$verify:${image%%/*}" in
+    true:*) ;;
+    false:localhost | false:localhost:* | false:127.* | false:\[::1\]*) ;;
+    false:*) die "IMAGE_TLS_VERIFY=false is only for registries on this machine, not ${image%%/*}" ;;
+    *) die "IMAGE_TLS_VERIFY must be true or false" ;;
+    esac
     local tag
     tag=$(umoci ls --layout "$layout" | head -n 1)
     [ -n "$tag" ] || die "$layout holds no image (run make image)"
     local digestfile
     digestfile=$(mktemp)
-    trap 'rm -f "$digestfile"' RETURN
-    skopeo copy --quiet --dest-tls-verify="${IMAGE_TLS_VERIFY:-true}" \
+    trap "rm -f '$digestfile'" EXIT
+    skopeo copy --quiet --dest-tls-verify="$verify" \
         --digestfile "$digestfile" "oci:$layout:$tag" "docker://$image" >&2
     echo "${image%:*}@$(cat "$digestfile")"
 }

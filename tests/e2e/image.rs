@@ -104,7 +104,10 @@ fn the_image_pulled_by_digest_runs_lockwarden_on_a_real_repository() {
     );
     let ours = run(lockwarden(dir.path()).arg("--version"));
     let theirs = run(Command::new(&bin).arg("--version"));
-    assert_eq!(theirs.stdout, ours.stdout);
+    assert_eq!(
+        theirs.stdout, ours.stdout,
+        "the image was built from another commit: run `make image`"
+    );
 
     // On a real repository: the stale lock goes, the fresh one stays.
     let repo = TestRepo::init_local();
