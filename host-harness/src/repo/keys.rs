@@ -93,7 +93,7 @@ static DERIVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// How many of scrypt's `p` independent lanes run at once: one per core, no
 /// more than `p`, and no more than [`limits::SCRYPT_MEMORY`] of tables
 /// (128·r·N bytes each) allow; at least one.
-pub fn scrypt_lanes(params: &scrypt::Params, cores: usize) -> usize {
+fn scrypt_lanes(params: &scrypt::Params, cores: usize) -> usize {
     let table = 128u64
         .saturating_mul(u64::from(params.r()))
         .saturating_mul(params.n());
