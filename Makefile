@@ -38,7 +38,7 @@ dist: setup ## Build the binary to install: stripped, thin LTO (target/dist/lock
 	$(CARGO) build --profile dist -p lockwarden
 
 install: dist ## Install lockwarden into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local)
-	install -D -m 0755 target/dist/lockwarden $(DESTDIR)$(PREFIX)/bin/lockwarden
+	install -D -m 0755 target/dist/lockwarden "$(DESTDIR)$(PREFIX)/bin/lockwarden"
 
 # The container image: a static (musl) lockwarden with restic and kubectl,
 # assembled by scripts/image.sh with umoci; `make image IMAGE=host/repo:tag`

@@ -64,8 +64,8 @@ build() {
     work=$(mktemp -d)
     trap "rm -rf '$work'" EXIT
     mkdir -p "$work/debs" "$work/files" "$work/rootfs"
-    (cd "$work/debs" && apt-get download -qq "${PACKAGES[@]}" 2>/dev/null) \
-        || die "apt-get download ${PACKAGES[*]} failed (run apt-get update?)"
+    (cd "$work/debs" && timeout 600 apt-get download -qq "${PACKAGES[@]}" 2>/dev/null) \
+        || die "apt-get download ${PACKAGES[*]} failed or took over 10 minutes (run apt-get update?)"
     local deb
     for deb in "$work"/debs/*.deb; do
         dpkg-deb --extract "$deb" "$work/files"
@@ -150,7 +150,7 @@ push() {
     local digestfile
     digestfile=$(mktemp)
     trap "rm -f '$digestfile'" EXIT
-    skopeo copy --quiet --dest-tls-verify="$verify" \
+    skopeo --command-timeout 10m copy --quiet --dest-tls-verify="$verify" \
         --digestfile "$digestfile" "oci:$layout:$tag" "docker://$image" >&2
     echo "${image%:*}@$(cat "$digestfile")"
 }
