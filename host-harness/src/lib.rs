@@ -16,6 +16,7 @@ pub mod error;
 pub mod evidence;
 pub mod files;
 pub mod first_seen;
+pub mod hold;
 pub mod limits;
 pub mod oci;
 mod parallel;

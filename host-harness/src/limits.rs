@@ -28,6 +28,8 @@ pub const LISTING_BODY: u64 = 16 * 1024 * 1024;
 pub const LISTING_ENTRIES: usize = 100_000;
 /// What is kept of an external command's stderr for an error message.
 pub const COMMAND_STDERR: u64 = 4 * 1024;
+/// `/etc/passwd`, read to name the user in `hold`'s lock.
+pub const PASSWD_FILE: u64 = 16 * 1024 * 1024;
 /// A lock's hostname and username, in bytes (Linux allows 64 for a hostname,
 /// DNS 253).
 pub const LOCK_NAME_FIELD: usize = 255;

@@ -79,8 +79,7 @@ impl Key {
     }
 
     /// Encrypts `plaintext` with `iv` (which must be random and never reused)
-    /// into restic's stored form. lockwarden itself never writes to a
-    /// repository; this serves tools that do, such as the tests' lock writer.
+    /// into restic's stored form.
     pub fn seal(&self, plaintext: &[u8], iv: [u8; 16]) -> Vec<u8> {
         let mut out = Vec::with_capacity(plaintext.len() + OVERHEAD);
         out.extend_from_slice(&iv);
@@ -105,10 +104,19 @@ impl Key {
     }
 }
 
+/// Fresh random bytes from the operating system, for what a restic
+/// repository keeps (the IV of `hold`'s lock). Fails only when the system has
+/// no random numbers.
+pub fn random_bytes<const N: usize>() -> Result<[u8; N], String> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(|e| format!("the system gave no random numbers: {e}"))?;
+    Ok(bytes)
+}
+
 /// Bytes unique within this process (a hash of a counter and the pid), for
 /// IVs, salts and ids written by tools that make test repositories: the
 /// in-memory backend and the tests' lock writer. Not random, so never for
-/// anything real; lockwarden itself writes nothing to a repository.
+/// anything real ([`random_bytes`] is).
 pub fn unique_bytes<const N: usize>() -> [u8; N] {
     use sha2::{Digest, Sha256};
     use std::sync::atomic::{AtomicU64, Ordering};

@@ -87,13 +87,44 @@ pub fn decode(id: &str, stored: &[u8], key: &Key) -> Result<Lock, String> {
     parse(id, &json)
 }
 
-/// `plaintext` (lock JSON, raw or `0x02` + zstd) sealed as restic stores a
-/// lock file, with its id (the SHA-256 of the stored bytes). lockwarden
-/// never writes a lock; this serves the in-memory backend and the tests'
-/// lock writer, with an IV from [`super::crypto::unique_bytes`].
-pub fn seal(key: &Key, plaintext: &[u8]) -> (String, Vec<u8>) {
-    let stored = key.seal(plaintext, super::crypto::unique_bytes());
+/// `plaintext` (lock JSON, raw or `0x02` + zstd) sealed with `iv` as restic
+/// stores a lock file, with its id (the SHA-256 of the stored bytes). The IV
+/// must never repeat under one key: [`super::crypto::random_bytes`] for a lock
+/// anyone relies on.
+pub fn seal(key: &Key, plaintext: &[u8], iv: [u8; 16]) -> (String, Vec<u8>) {
+    let stored = key.seal(plaintext, iv);
     (hex::encode(Sha256::digest(&stored)), stored)
+}
+
+/// The JSON restic writes for `lock` (its id and storage facts aside):
+/// `uid` and `gid` left out when 0, as restic leaves them out. Raw JSON, which
+/// restic reads in repositories of either version.
+pub fn to_json(lock: &Lock) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Written<'a> {
+        time: String,
+        exclusive: bool,
+        hostname: &'a str,
+        username: &'a str,
+        pid: i64,
+        #[serde(skip_serializing_if = "is_zero")]
+        uid: u32,
+        #[serde(skip_serializing_if = "is_zero")]
+        gid: u32,
+    }
+    fn is_zero(n: &u32) -> bool {
+        *n == 0
+    }
+    let written = Written {
+        time: crate::time::format_rfc3339(lock.time),
+        exclusive: lock.exclusive,
+        hostname: &lock.hostname,
+        username: &lock.username,
+        pid: lock.pid,
+        uid: lock.uid,
+        gid: lock.gid,
+    };
+    serde_json::to_vec(&written).unwrap_or_default()
 }
 
 /// Version 2 repositories compress: `0x02` then a zstd frame. `{` or `[`

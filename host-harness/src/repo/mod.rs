@@ -354,6 +354,29 @@ impl Repository {
             .map_err(|e| failed(&self.location.redacted(), e))
     }
 
+    /// Writes `lock` as restic writes a lock file (its `id` is ignored) and
+    /// returns the new file's id. Only where locks can be removed, and only
+    /// where lockwarden holds the key (it seals the file itself).
+    pub fn write_lock(&self, lock: &Lock) -> Result<String, RepoError> {
+        self.check_removable()?;
+        let shown = || self.location.redacted();
+        let Some(key) = &self.key else {
+            return Err(RepoError::Other {
+                location: shown(),
+                cause: "lockwarden holds no key for it, so it cannot write a lock".into(),
+            });
+        };
+        let iv = crypto::random_bytes().map_err(|cause| RepoError::Other {
+            location: shown(),
+            cause,
+        })?;
+        let (id, stored) = lockfile::seal(key, &lockfile::to_json(lock), iv);
+        self.backend
+            .write_lock(&id, &stored)
+            .map_err(|e| failed(&shown(), e))?;
+        Ok(id)
+    }
+
     /// Fails with [`RepoError::RemovalUnsupported`] when this backend cannot
     /// remove a lock by id.
     pub fn check_removable(&self) -> Result<(), RepoError> {

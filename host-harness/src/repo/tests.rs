@@ -156,7 +156,11 @@ fn a_lock_replaced_under_its_name_is_read_again() {
     let repo = open(backend.clone()).expect("opens");
     let first = repo.read_locks().expect("listed");
     assert_eq!(first.locks[0].hostname, "gone-host");
-    let (_, other) = super::lockfile::seal(&key, lock_json("a-live-holder-host", 11).as_bytes());
+    let (_, other) = super::lockfile::seal(
+        &key,
+        lock_json("a-live-holder-host", 11).as_bytes(),
+        super::crypto::unique_bytes(),
+    );
     backend.put(Kind::Lock, &id, other);
     let second = repo.read_locks().expect("listed");
     assert!(

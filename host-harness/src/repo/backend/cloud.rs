@@ -413,6 +413,15 @@ impl Backend for CloudBackend {
         let file = checked_name(Kind::Lock, id)?;
         self.run("deleting", &file, self.remove_async(&self.path(&file)))
     }
+
+    fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError> {
+        let file = checked_name(Kind::Lock, id)?;
+        // An object appears whole or not at all.
+        let payload = object_store::PutPayload::from(stored.to_vec());
+        self.run("writing", &file, async {
+            self.store.put(&self.path(&file), payload).await.map(drop)
+        })
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ pub enum Operation {
     Read,
     /// [`Backend::remove`].
     Remove,
+    /// [`Backend::write_lock`].
+    Write,
 }
 
 /// One injected failure.
@@ -68,8 +70,8 @@ impl Fault {
 pub struct FaultyBackend<B> {
     inner: B,
     faults: Mutex<Vec<Fault>>,
-    /// Calls so far, by [`Operation`] (list, read, remove).
-    calls: [AtomicUsize; 3],
+    /// Calls so far, by [`Operation`].
+    calls: [AtomicUsize; 4],
 }
 
 impl<B: Backend> FaultyBackend<B> {
@@ -84,11 +86,16 @@ impl<B: Backend> FaultyBackend<B> {
 
     /// Adds a fault.
     pub fn fail(self, fault: Fault) -> Self {
+        self.inject(fault);
+        self
+    }
+
+    /// Adds a fault to a backend in use.
+    pub fn inject(&self, fault: Fault) {
         self.faults
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(fault);
-        self
     }
 
     /// The wrapped backend.
@@ -151,5 +158,10 @@ impl<B: Backend> Backend for FaultyBackend<B> {
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {
         self.injected(Operation::Remove, Kind::Lock, Some(id))?;
         self.inner.remove(id)
+    }
+
+    fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError> {
+        self.injected(Operation::Write, Kind::Lock, Some(id))?;
+        self.inner.write_lock(id, stored)
     }
 }

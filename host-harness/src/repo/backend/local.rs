@@ -12,7 +12,11 @@ use std::sync::OnceLock;
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, openat, statat, unlinkat};
+use std::io::Write as _;
+
+use rustix::fs::{
+    AtFlags, FileType, Mode, OFlags, fsync, mkdirat, openat, renameat, statat, unlinkat,
+};
 use rustix::io::Errno;
 
 use super::{
@@ -139,6 +143,14 @@ impl LocalBackend {
         })
     }
 
+    /// The mode of a file lockwarden writes: read-only, readable by the group
+    /// when `config` is (restic's rule for the files it writes).
+    fn file_mode(&self) -> Mode {
+        let group = statat(&self.dir, "config", AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|stat| stat.st_mode & 0o040 != 0);
+        Mode::from_raw_mode(if group { 0o440 } else { 0o400 })
+    }
+
     fn listing_error(&self, kind: Kind, e: std::io::Error) -> BackendError {
         BackendError::Other(format!("{}/{}: {e}", self.display, kind.dir()))
     }
@@ -249,6 +261,39 @@ impl Backend for LocalBackend {
             Err(Errno::NOENT) => Ok(Removal::AlreadyGone),
             Err(e) => Err(self.error(&shown, e)),
         }
+    }
+
+    fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError> {
+        let shown = checked_name(Kind::Lock, id)?;
+        let locks = match self.locks()? {
+            Some(locks) => locks,
+            None => {
+                // restic, too, creates a missing locks/ when it locks.
+                match mkdirat(&self.dir, Kind::Lock.dir(), Mode::from_raw_mode(0o700)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(self.error(Kind::Lock.dir(), e)),
+                }
+                self.locks()?
+                    .ok_or_else(|| BackendError::NotFound(format!("{}/locks", self.display)))?
+            }
+        };
+        // Written under a name no reader takes for a lock, then renamed: no
+        // one ever reads half a lock. Read-only, as restic stores its files.
+        let suffix = crate::repo::crypto::random_bytes::<6>().map_err(BackendError::Other)?;
+        let temporary = format!("{id}-tmp-{}", hex::encode(suffix));
+        let write = || -> Result<(), Errno> {
+            let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
+            let fd = openat(locks, &temporary, flags | OFlags::CLOEXEC, self.file_mode())?;
+            let mut file = File::from(fd);
+            file.write_all(stored).map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+            fsync(&file)?;
+            renameat(locks, &temporary, locks, id)?;
+            fsync(locks)
+        };
+        write().map_err(|e| {
+            let _ = unlinkat(locks, &temporary, AtFlags::empty());
+            self.error(&shown, e)
+        })
     }
 }
 

@@ -92,7 +92,7 @@ impl MemoryBackend {
     /// Seals lock JSON as restic stores it (raw, version 1 style) and stores
     /// it under its id, which it returns.
     pub fn put_lock(&self, key: &Key, json: &str) -> String {
-        let (id, stored) = crate::repo::lockfile::seal(key, json.as_bytes());
+        let (id, stored) = crate::repo::lockfile::seal(key, json.as_bytes(), random_bytes());
         self.put(Kind::Lock, &id, stored);
         id
     }
@@ -164,5 +164,17 @@ impl Backend for MemoryBackend {
             Some(_) => Removal::Removed,
             None => Removal::AlreadyGone,
         })
+    }
+
+    fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError> {
+        checked_name(Kind::Lock, id)?;
+        if !self.capabilities.remove {
+            return Err(BackendError::Unsupported {
+                backend: "memory",
+                operation: "write a lock",
+            });
+        }
+        self.put(Kind::Lock, id, stored.to_vec());
+        Ok(())
     }
 }

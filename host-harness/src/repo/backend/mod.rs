@@ -165,7 +165,7 @@ impl FileInfo {
 /// What a backend can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
-    /// It deletes one lock file by id.
+    /// It deletes one lock file by id, and writes one ([`Backend::write_lock`]).
     pub remove: bool,
     /// What [`Backend::read`] returns.
     pub contents: Contents,
@@ -262,6 +262,10 @@ pub trait Backend: Send + Sync {
     /// Deletes `locks/<id>`; `id` must be 64 lowercase hex. Only a backend
     /// whose [`Capabilities::remove`] is true does.
     fn remove(&self, id: &str) -> Result<Removal, BackendError>;
+    /// Writes a new `locks/<id>` holding `stored` (a sealed lock whose
+    /// SHA-256 is `id`), so that no reader sees it half written. Only a
+    /// backend whose [`Capabilities::remove`] is true does.
+    fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError>;
 }
 
 /// A shared backend is a backend (tests keep a handle on the one a
@@ -281,6 +285,9 @@ impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
     }
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {
         (**self).remove(id)
+    }
+    fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError> {
+        (**self).write_lock(id, stored)
     }
 }
 

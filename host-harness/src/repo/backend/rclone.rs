@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http2::SendRequest;
 use hyper::{Method, Request, Response};
@@ -153,7 +153,7 @@ fn unbalanced(var: &str) -> BackendError {
 
 /// A repository served by one `rclone serve restic --stdio` child.
 pub struct RcloneBackend {
-    requests: SendRequest<Empty<Bytes>>,
+    requests: SendRequest<Full<Bytes>>,
     /// The child, killed with its process group when this is dropped.
     _served: Served,
     stderr: Arc<Mutex<StderrTail>>,
@@ -263,12 +263,13 @@ impl RcloneBackend {
         path: &str,
         what: &str,
         limit: u64,
+        body: Bytes,
     ) -> Result<(u16, bool, Vec<u8>), BackendError> {
         let request = Request::builder()
             .method(method)
             .uri(format!("http://localhost/{path}"))
             .header("Accept", V2)
-            .body(Empty::<Bytes>::new())
+            .body(Full::new(body))
             .map_err(|e| BackendError::Other(format!("{what}: {e}")))?;
         let mut requests = self.requests.clone();
         blocking::within(
@@ -428,7 +429,13 @@ impl Backend for RcloneBackend {
     fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError> {
         let dir = listing_path(kind);
         let what = format!("listing {dir}");
-        let (status, v2, body) = self.exchange(Method::GET, &dir, &what, limits::LISTING_BODY)?;
+        let (status, v2, body) = self.exchange(
+            Method::GET,
+            &dir,
+            &what,
+            limits::LISTING_BODY,
+            Bytes::new(),
+        )?;
         answered(status, &what, &self.shown)?;
         parse_listing(&body, v2, &format!("{dir} at {}", self.shown))
     }
@@ -436,7 +443,7 @@ impl Backend for RcloneBackend {
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
         let path = checked_name(kind, name)?;
         let what = format!("reading {path}");
-        let (status, _, body) = self.exchange(Method::GET, &path, &what, kind.limit())?;
+        let (status, _, body) = self.exchange(Method::GET, &path, &what, kind.limit(), Bytes::new())?;
         answered(status, &what, &self.shown)?;
         Ok(body)
     }
@@ -444,8 +451,17 @@ impl Backend for RcloneBackend {
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {
         let path = checked_name(Kind::Lock, id)?;
         let what = format!("deleting {path}");
-        let (status, _, _) = self.exchange(Method::DELETE, &path, &what, Kind::Lock.limit())?;
+        let (status, _, _) =
+            self.exchange(Method::DELETE, &path, &what, Kind::Lock.limit(), Bytes::new())?;
         removal(status, &path, &self.shown)
+    }
+
+    fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError> {
+        let path = checked_name(Kind::Lock, id)?;
+        let what = format!("writing {path}");
+        let body = Bytes::copy_from_slice(stored);
+        let (status, _, _) = self.exchange(Method::POST, &path, &what, Kind::Lock.limit(), body)?;
+        answered(status, &what, &self.shown)
     }
 }
 

@@ -152,11 +152,24 @@ impl RestBackend {
         request: ureq::RequestBuilder<ureq::typestate::WithoutBody>,
         what: &str,
     ) -> Result<ureq::http::Response<ureq::Body>, BackendError> {
-        let request = match &self.authorization {
+        self.sent(self.authorized(request).call(), what)
+    }
+
+    /// `request` with the credentials, if any.
+    fn authorized<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match &self.authorization {
             Some(auth) => request.header("Authorization", auth),
             None => request,
-        };
-        request.call().map_err(|e| match e {
+        }
+    }
+
+    /// The answer to `what`, or what its failure means.
+    fn sent(
+        &self,
+        result: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+        what: &str,
+    ) -> Result<ureq::http::Response<ureq::Body>, BackendError> {
+        result.map_err(|e| match e {
             ureq::Error::Timeout(_) => BackendError::Other(format!(
                 "{what} at {}: timed out, the whole answer did not arrive within --timeout",
                 self.display
@@ -269,6 +282,16 @@ impl Backend for RestBackend {
             &format!("deleting {path}"),
         )?;
         removal(response.status().as_u16(), &path, &self.display)
+    }
+
+    fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError> {
+        let path = checked_name(Kind::Lock, id)?;
+        let what = format!("writing {path}");
+        let request = self
+            .authorized(self.agent.post(self.url(&path)))
+            .content_type("application/octet-stream");
+        let response = self.sent(request.send(stored), &what)?;
+        answered(response.status().as_u16(), &what, &self.display)
     }
 }
 

@@ -168,6 +168,10 @@ impl Backend for ResticCli {
     fn remove(&self, _id: &str) -> Result<Removal, BackendError> {
         Err(self.unsupported("remove one lock by id"))
     }
+
+    fn write_lock(&self, _id: &str, _stored: &[u8]) -> Result<(), BackendError> {
+        Err(self.unsupported("write a lock"))
+    }
 }
 
 impl ResticCli {

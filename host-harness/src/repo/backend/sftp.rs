@@ -663,6 +663,34 @@ async fn read_handle(
     }
 }
 
+/// Writes `data` to a new file at `temporary`, read-only, then renames it to
+/// `path`: no reader ever sees half a lock (restic's SFTP backend does the
+/// same). The temporary file is removed when anything fails.
+async fn write_file(
+    session: &RawSftpSession,
+    temporary: &str,
+    path: &str,
+    data: &[u8],
+) -> Result<(), Failed> {
+    let attrs = FileAttributes {
+        permissions: Some(0o400),
+        ..FileAttributes::empty()
+    };
+    let flags = OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::EXCLUDE;
+    let handle = session.open(temporary, flags, attrs).await?.handle;
+    let written = session.write(handle.as_str(), 0, data.to_vec()).await;
+    let closed = session.close(handle).await;
+    let renamed = match (written, closed) {
+        (Ok(_), Ok(_)) => session.rename(temporary, path).await,
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    if let Err(e) = renamed {
+        let _ = session.remove(temporary).await;
+        return Err(e.into());
+    }
+    Ok(())
+}
+
 impl Backend for SftpBackend {
     fn name(&self) -> &'static str {
         SCHEME.name
@@ -701,6 +729,20 @@ impl Backend for SftpBackend {
                 Err(e) => Err(Failed::Sftp(e)),
             }
         })
+    }
+
+    fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError> {
+        let file = checked_name(Kind::Lock, id)?;
+        let suffix = crate::repo::crypto::random_bytes::<6>().map_err(BackendError::Other)?;
+        let temporary = self
+            .location
+            .join(&format!("{file}-tmp-{}", hex::encode(suffix)));
+        let path = self.location.join(&file);
+        self.call(
+            "writing",
+            &file,
+            write_file(&self.session, &temporary, &path, stored),
+        )
     }
 }
 

@@ -1,0 +1,421 @@
+//! A lock of lockwarden's own, taken, refreshed and released as restic does
+//! it, so that restic honours it (`lockwarden hold`).
+//!
+//! Taking: no conflicting lock may be there; the lock file is written; after
+//! [`CHECK_DELAY`] the locks are read again and any conflict but our own
+//! lock undoes it (two takers racing both back off rather than both win).
+//! Refreshing: a new lock file with the current time, then the old one
+//! removed, every [`REFRESH_INTERVAL`]. An old file someone else removed
+//! means the lock was lost. A holder that cannot refresh for 4.5 intervals
+//! (restic: 22.5 minutes) gives up before its lock looks stale to others.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::contract::Lock;
+use crate::files::read_regular_file;
+use crate::limits;
+use crate::repo::backend::Removal;
+use crate::repo::lockfile::short;
+use crate::repo::{LockSet, RepoError, Repository};
+use crate::text::escape;
+use crate::watch::Stop;
+
+/// How often restic refreshes its locks.
+pub const REFRESH_INTERVAL: Duration = Duration::from_secs(5 * 60);
+
+/// How long restic waits after writing its lock before it looks for
+/// conflicting ones again.
+pub const CHECK_DELAY: Duration = Duration::from_millis(200);
+
+/// How many refresh intervals a holder keeps trying before it gives its
+/// lock up: restic's 22.5 minutes at 5 minutes, well inside the 30 minutes
+/// after which others take the lock for stale.
+const GIVE_UP_INTERVALS: f64 = 4.5;
+
+/// Why a lock could not be taken or kept.
+#[derive(Debug, thiserror::Error)]
+pub enum HoldError {
+    /// Another lock conflicts with the one asked for.
+    #[error("the repository is already locked {0}")]
+    Locked(String),
+    /// The lock was taken, and then lost.
+    #[error("the lock was lost: {0}")]
+    Lost(String),
+    /// The repository failed.
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+}
+
+/// What conflicts with a lock of kind `exclusive` among `set`, our own lock
+/// `own` aside, in restic's words; `None` when nothing does. An exclusive
+/// lock conflicts with every other lock, a shared one with exclusive locks.
+/// A file that cannot be read may be either, so it conflicts with both
+/// (restic, too, will not lock past a lock it cannot read).
+pub fn conflict(set: &LockSet, exclusive: bool, own: Option<&str>) -> Option<String> {
+    let other = |id: &str| Some(id) != own;
+    if let Some(lock) = set
+        .locks
+        .iter()
+        .find(|l| other(&l.id) && (exclusive || l.exclusive))
+    {
+        return Some(format!(
+            "{}by PID {} on {} by {} (lock {}, written {})",
+            if lock.exclusive { "exclusively " } else { "" },
+            lock.pid,
+            escape(&lock.hostname),
+            escape(&lock.username),
+            short(&lock.id),
+            crate::time::format_rfc3339(lock.time),
+        ));
+    }
+    set.unreadable.iter().find(|u| other(&u.id)).map(|u| {
+        format!(
+            "by a lock file lockwarden cannot read ({}: {})",
+            short(&u.id),
+            escape(&u.problem)
+        )
+    })
+}
+
+/// The lock that this process would write: this machine's hostname, this
+/// user, this process's pid, as restic fills them in.
+pub fn own_lock(exclusive: bool) -> Lock {
+    let uid = rustix::process::getuid().as_raw();
+    Lock {
+        id: String::new(),
+        time: crate::time::now(),
+        exclusive,
+        hostname: crate::evidence::hostname().unwrap_or_default(),
+        username: username(uid).unwrap_or_default(),
+        pid: i64::from(std::process::id()),
+        uid,
+        gid: rustix::process::getgid().as_raw(),
+        first_seen: None,
+        stored_at: None,
+    }
+}
+
+/// The name of user `uid` in `/etc/passwd`, as restic looks it up.
+fn username(uid: u32) -> Option<String> {
+    let passwd = read_regular_file("/etc/passwd".as_ref(), limits::PASSWD_FILE).ok()?;
+    String::from_utf8_lossy(&passwd).lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let id = fields.nth(1)?.parse::<u32>().ok()?;
+        (id == uid && name.len() <= limits::LOCK_NAME_FIELD).then(|| name.to_owned())
+    })
+}
+
+/// A lock this process holds on one repository.
+pub struct Holder<'r> {
+    repo: &'r Repository,
+    template: Lock,
+    state: Mutex<Held>,
+}
+
+/// The lock file that stands for the lock now, and older ones of ours that
+/// could not be removed yet.
+struct Held {
+    id: String,
+    written: Instant,
+    leftovers: Vec<String>,
+}
+
+impl<'r> Holder<'r> {
+    /// Takes a lock on `repo` (exclusive or shared), as restic takes one.
+    pub fn take(repo: &'r Repository, exclusive: bool) -> Result<Holder<'r>, HoldError> {
+        let locked = |set: &LockSet, own| conflict(set, exclusive, own).map(HoldError::Locked);
+        if let Some(e) = locked(&repo.read_locks()?, None) {
+            return Err(e);
+        }
+        let template = own_lock(exclusive);
+        let id = repo.write_lock(&template)?;
+        let holder = Holder {
+            repo,
+            template,
+            state: Mutex::new(Held {
+                id: id.clone(),
+                written: Instant::now(),
+                leftovers: Vec::new(),
+            }),
+        };
+        std::thread::sleep(CHECK_DELAY);
+        let found = match repo.read_locks() {
+            Ok(set) => locked(&set, Some(&id)),
+            Err(e) => Some(HoldError::Repo(e)),
+        };
+        match found {
+            Some(e) => {
+                holder.release();
+                Err(e)
+            }
+            None => Ok(holder),
+        }
+    }
+
+    /// The id of the lock file that stands for the lock now.
+    pub fn id(&self) -> String {
+        self.held().id.clone()
+    }
+
+    /// How long ago the lock file that stands for the lock was written.
+    pub fn age(&self) -> Duration {
+        self.held().written.elapsed()
+    }
+
+    /// Writes a new lock file with the current time, then removes the old
+    /// one. When the old one is already gone, someone removed our lock: the
+    /// new file is removed too and the lock is [`HoldError::Lost`].
+    pub fn refresh(&self) -> Result<(), HoldError> {
+        let fresh = Lock {
+            time: crate::time::now(),
+            ..self.template.clone()
+        };
+        let id = self.repo.write_lock(&fresh)?;
+        let old = {
+            let mut held = self.held();
+            held.written = Instant::now();
+            std::mem::replace(&mut held.id, id)
+        };
+        match self.repo.remove_lock(&old) {
+            Ok(Removal::Removed) => {
+                self.remove_leftovers();
+                Ok(())
+            }
+            Ok(Removal::AlreadyGone) => {
+                self.release();
+                Err(HoldError::Lost(format!(
+                    "lock {} was removed by someone else",
+                    short(&old)
+                )))
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "could not remove the previous lock {} (tried again later): {}",
+                    short(&old),
+                    escape(&e.to_string())
+                );
+                self.held().leftovers.push(old);
+                Ok(())
+            }
+        }
+    }
+
+    /// Refreshes every `every` until `stop`, retrying a failed refresh every
+    /// fifth of that. Returns [`HoldError::Lost`] when the lock was removed
+    /// by someone else, or could not be refreshed for 4.5 intervals.
+    pub fn keep(&self, every: Duration, stop: &Stop) -> Result<(), HoldError> {
+        let give_up = every.mul_f64(GIVE_UP_INTERVALS);
+        let mut wait = every;
+        loop {
+            if stop.sleep(wait) {
+                return Ok(());
+            }
+            match self.refresh() {
+                Ok(()) => wait = every,
+                Err(lost @ HoldError::Lost(_)) => return Err(lost),
+                Err(e) => {
+                    let age = self.age();
+                    if age >= give_up {
+                        return Err(HoldError::Lost(format!(
+                            "it could not be refreshed for {}s: {e}",
+                            age.as_secs()
+                        )));
+                    }
+                    wait = (every / 5).min(give_up - age);
+                    tracing::warn!(
+                        "could not refresh the lock, trying again in {}s: {}",
+                        wait.as_secs_f64(),
+                        escape(&e.to_string())
+                    );
+                }
+            }
+        }
+    }
+
+    /// Removes our lock file (and any older one left over). A failure is
+    /// logged: the lock is then stale by the ordinary rules once this
+    /// process has ended.
+    pub fn release(&self) {
+        let id = self.id();
+        if let Err(e) = self.repo.remove_lock(&id) {
+            tracing::warn!(
+                "could not remove our lock {} (it is stale once lockwarden has exited): {}",
+                short(&id),
+                escape(&e.to_string())
+            );
+        }
+        self.remove_leftovers();
+    }
+
+    fn remove_leftovers(&self) {
+        let leftovers = std::mem::take(&mut self.held().leftovers);
+        for old in leftovers {
+            if self.repo.remove_lock(&old).is_err() {
+                self.held().leftovers.push(old);
+            }
+        }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::repo::Password;
+    use crate::repo::backend::{Fault, FaultyBackend, Kind, MemoryBackend, Operation};
+    use crate::repo::crypto::Key;
+    use crate::repo::location::Location;
+    use crate::repo::tests::lock_json_at;
+
+    const PASSWORD: &[u8] = b"geheim";
+
+    /// A repository over `backend`, with a handle on the backend and its key.
+    fn repository() -> (Repository, Arc<FaultyBackend<MemoryBackend>>, Key) {
+        let (memory, key) = MemoryBackend::init(PASSWORD);
+        let backend = Arc::new(FaultyBackend::new(memory));
+        let location = Location::parse("/memory/repo").expect("a path");
+        let repo = Repository::with_backend(
+            location,
+            Box::new(backend.clone()),
+            &Password::new(PASSWORD),
+        )
+        .expect("opens");
+        (repo, backend, key)
+    }
+
+    fn exclusive_json(exclusive: bool) -> String {
+        let json = lock_json_at(&crate::time::format_rfc3339(crate::time::now()), "other", 7);
+        json.replace(
+            "\"exclusive\":false",
+            &format!("\"exclusive\":{exclusive}"),
+        )
+    }
+
+    #[test]
+    fn a_taken_lock_reads_back_as_ours_and_goes_on_release() {
+        let (repo, backend, _) = repository();
+        let holder = Holder::take(&repo, true).expect("takes");
+        let set = repo.read_locks().expect("reads");
+        assert_eq!(set.locks.len(), 1);
+        let lock = &set.locks[0];
+        assert_eq!(lock.id, holder.id());
+        assert!(lock.exclusive);
+        assert_eq!(lock.pid, i64::from(std::process::id()));
+        assert_eq!(lock.hostname, own_lock(true).hostname);
+        assert!(crate::time::now() - lock.time < 60_000_000_000);
+        holder.release();
+        assert!(backend.inner().names(Kind::Lock).is_empty());
+    }
+
+    #[test]
+    fn conflicts_follow_restics_rules() {
+        for (theirs, ours, conflicts) in [
+            (false, false, false),
+            (false, true, true),
+            (true, false, true),
+            (true, true, true),
+        ] {
+            let (repo, backend, key) = repository();
+            backend.inner().put_lock(&key, &exclusive_json(theirs));
+            let taken = Holder::take(&repo, ours);
+            assert_eq!(
+                matches!(taken, Err(HoldError::Locked(_))),
+                conflicts,
+                "theirs exclusive {theirs}, ours {ours}"
+            );
+            let left = backend.inner().names(Kind::Lock).len();
+            assert_eq!(left, if conflicts { 1 } else { 2 });
+        }
+    }
+
+    #[test]
+    fn an_unreadable_lock_file_blocks_both_kinds() {
+        let (repo, backend, _) = repository();
+        backend
+            .inner()
+            .put(Kind::Lock, &"ab".repeat(32), b"not a lock".to_vec());
+        for exclusive in [false, true] {
+            let taken = Holder::take(&repo, exclusive);
+            let Err(HoldError::Locked(why)) = taken else {
+                panic!("taken past an unreadable file");
+            };
+            assert!(why.contains("cannot read"), "{why}");
+        }
+        assert_eq!(backend.inner().names(Kind::Lock).len(), 1);
+    }
+
+    #[test]
+    fn a_refresh_writes_a_new_file_then_removes_the_old_one() {
+        let (repo, backend, _) = repository();
+        let holder = Holder::take(&repo, false).expect("takes");
+        let first = holder.id();
+        holder.refresh().expect("refreshes");
+        assert_ne!(holder.id(), first);
+        assert_eq!(backend.inner().names(Kind::Lock), vec![holder.id()]);
+    }
+
+    #[test]
+    fn a_lock_removed_by_someone_else_is_lost_and_leaves_nothing() {
+        let (repo, backend, _) = repository();
+        let holder = Holder::take(&repo, false).expect("takes");
+        repo.remove_lock(&holder.id()).expect("removed by another");
+        let refreshed = holder.refresh();
+        assert!(
+            matches!(refreshed, Err(HoldError::Lost(_))),
+            "{refreshed:?}"
+        );
+        assert!(backend.inner().names(Kind::Lock).is_empty());
+    }
+
+    #[test]
+    fn an_old_file_that_cannot_be_removed_is_removed_later() {
+        let (repo, backend, _) = repository();
+        let holder = Holder::take(&repo, false).expect("takes");
+        let first = holder.id();
+        backend.inject(Fault {
+            operation: Operation::Remove,
+            kind: None,
+            name: Some(first.clone()),
+            times: 1,
+            error: crate::repo::backend::BackendError::Other("flaky".into()),
+        });
+        holder.refresh().expect("refreshes, keeping the old file for later");
+        assert_eq!(backend.inner().names(Kind::Lock).len(), 2);
+        holder.refresh().expect("refreshes again");
+        assert_eq!(backend.inner().names(Kind::Lock), vec![holder.id()]);
+    }
+
+    #[test]
+    fn a_holder_that_cannot_refresh_gives_up_after_four_and_a_half_intervals() {
+        let (repo, backend, _) = repository();
+        let holder = Holder::take(&repo, false).expect("takes");
+        backend.inject(Fault {
+            operation: Operation::Write,
+            kind: None,
+            name: None,
+            times: usize::MAX,
+            error: crate::repo::backend::BackendError::Unreachable("gone".into()),
+        });
+        let kept = holder.keep(Duration::from_millis(20), &Stop::default());
+        let Err(HoldError::Lost(why)) = kept else {
+            panic!("kept a lock it could not refresh: {kept:?}");
+        };
+        assert!(why.contains("could not be refreshed"), "{why}");
+        assert!(holder.age() >= Duration::from_millis(90));
+    }
+
+    #[test]
+    fn usernames_come_from_passwd() {
+        assert_eq!(username(0).as_deref(), Some("root"));
+        assert_eq!(username(u32::MAX - 7), None);
+    }
+}
