@@ -294,10 +294,7 @@ mod tests {
 
     fn exclusive_json(exclusive: bool) -> String {
         let json = lock_json_at(&crate::time::format_rfc3339(crate::time::now()), "other", 7);
-        json.replace(
-            "\"exclusive\":false",
-            &format!("\"exclusive\":{exclusive}"),
-        )
+        json.replace("\"exclusive\":false", &format!("\"exclusive\":{exclusive}"))
     }
 
     #[test]
@@ -388,7 +385,9 @@ mod tests {
             times: 1,
             error: crate::repo::backend::BackendError::Other("flaky".into()),
         });
-        holder.refresh().expect("refreshes, keeping the old file for later");
+        holder
+            .refresh()
+            .expect("refreshes, keeping the old file for later");
         assert_eq!(backend.inner().names(Kind::Lock).len(), 2);
         holder.refresh().expect("refreshes again");
         assert_eq!(backend.inner().names(Kind::Lock), vec![holder.id()]);

@@ -18,6 +18,7 @@ mod cloud_servers;
 mod concurrency;
 mod conformance;
 mod faults;
+mod hold;
 mod image;
 mod oci;
 mod operators;

@@ -15,16 +15,6 @@ use serde_json::Value;
 
 const MINUTE: i64 = 60;
 
-/// A repository in a fresh directory, reached as `rclone::local:<dir>` and
-/// made by restic through rclone.
-fn rclone_repo() -> TestRepo {
-    let mut repo = TestRepo::at(String::new(), PathBuf::new());
-    repo.path = repo.dir.path().join("repo");
-    repo.location = format!("rclone::local:{}", repo.path.display());
-    repo.init();
-    repo
-}
-
 /// `lockwarden <command> -r <repo> -p <password file> <extra>`, with a marker
 /// in its environment that every process it starts inherits.
 fn warden(repo: &TestRepo, command: &str, extra: &[&str], marker: &str) -> Finished {
@@ -111,7 +101,7 @@ fn script(path: &Path, body: &str) -> PathBuf {
 #[test]
 fn a_killed_holder_and_an_old_lock_go_and_live_and_young_locks_stay() {
     let marker = marker("scenario");
-    let repo = rclone_repo();
+    let repo = TestRepo::init_over_rclone();
     // The holders are restic on the rclone: location too.
     let live = Holder::start(&repo);
     let dead = Holder::start(&repo).kill();
@@ -166,7 +156,7 @@ fn a_killed_holder_and_an_old_lock_go_and_live_and_young_locks_stay() {
 #[test]
 fn with_no_evidence_unlock_over_rclone_removes_what_restic_unlock_removes() {
     let marker = marker("parity");
-    let repo = rclone_repo();
+    let repo = TestRepo::init_over_rclone();
     let forged = parity::write_ages(&LockWriter::new(&repo));
     let copy = |name: &str| {
         let to = copy_repo(&repo, name);
@@ -181,7 +171,7 @@ fn with_no_evidence_unlock_over_rclone_removes_what_restic_unlock_removes() {
 #[test]
 fn one_check_costs_one_rclone_and_one_request_per_file() {
     let marker = marker("cost");
-    let repo = rclone_repo();
+    let repo = TestRepo::init_over_rclone();
     let writer = LockWriter::new(&repo);
     for pid in 0..3 {
         writer.write(LockSpec {
@@ -289,7 +279,7 @@ fn a_secret_in_the_connection_string_never_shows() {
 #[test]
 fn an_rclone_that_never_answers_ends_within_the_timeout_and_is_killed() {
     let marker = marker("hang");
-    let repo = rclone_repo();
+    let repo = TestRepo::init_over_rclone();
     let stale = LockWriter::new(&repo).write(LockSpec {
         time: time_from_now(-120 * MINUTE),
         ..LockSpec::default()

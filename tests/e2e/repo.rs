@@ -6,7 +6,9 @@ use std::process::Command;
 
 use lockwarden_tests::adversary::{entry, ids, problem, this_hostname};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
-use lockwarden_tests::restic::{Holder, REST_PASS, RestServer, TestRepo, free_port};
+use lockwarden_tests::restic::{
+    Holder, REST_PASS, RestServer, TestRepo, free_port, swift_through_restic,
+};
 use lockwarden_tests::{finish, lockwarden, parity};
 use serde_json::Value;
 
@@ -459,45 +461,6 @@ fn other_backends_are_read_through_restic_and_unlock_refuses_there() {
         "{}",
         dry.stdout
     );
-}
-
-/// A repository on disk that lockwarden reaches as `swift:test:/repo`, one
-/// of the schemes it reads through restic: a `restic` shim first in `PATH`
-/// logs each command line (to the returned file) and runs the real restic
-/// on the directory instead.
-fn swift_through_restic(dir: &Path) -> (TestRepo, std::path::PathBuf) {
-    let path = dir.join("repo");
-    let mut repo = TestRepo::at(path.display().to_string(), path.clone());
-    repo.init();
-    let shim = dir.join("shim");
-    std::fs::create_dir(&shim).expect("shim dir");
-    let real = String::from_utf8(
-        Command::new("sh")
-            .args(["-c", "command -v restic"])
-            .output()
-            .expect("sh")
-            .stdout,
-    )
-    .expect("utf-8");
-    let log = dir.join("calls.log");
-    let script = format!(
-        "#!/bin/sh\necho \"$*\" >> {}\nRESTIC_REPOSITORY={} exec {} \"$@\"\n",
-        log.display(),
-        path.display(),
-        real.trim()
-    );
-    let restic = shim.join("restic");
-    std::fs::write(&restic, script).expect("write shim");
-    std::fs::set_permissions(&restic, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    let path_var = format!(
-        "{}:{}",
-        shim.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    repo.lockwarden_location = Some("swift:test:/repo".into());
-    repo.env.push(("PATH".into(), path_var));
-    (repo, log)
 }
 
 /// Through restic, a lock file restic cannot read is reported unreadable,

@@ -124,7 +124,11 @@ impl LockWriter {
     /// Encrypts `plaintext` as restic stores a lock file (whatever it
     /// holds), writes it and returns its id.
     pub fn write_sealed(&self, plaintext: &[u8]) -> String {
-        let (id, stored) = lockfile::seal(&self.key, plaintext, lockwarden::repo::crypto::unique_bytes());
+        let (id, stored) = lockfile::seal(
+            &self.key,
+            plaintext,
+            lockwarden::repo::crypto::unique_bytes(),
+        );
         self.write_named(&id, &stored);
         id
     }

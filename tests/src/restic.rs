@@ -51,6 +51,16 @@ impl TestRepo {
         repo
     }
 
+    /// A repository in a fresh directory, reached as `rclone::local:<dir>`
+    /// and made by restic through rclone.
+    pub fn init_over_rclone() -> TestRepo {
+        let mut repo = TestRepo::at(String::new(), PathBuf::new());
+        repo.path = repo.dir.path().join("repo");
+        repo.location = format!("rclone::local:{}", repo.path.display());
+        repo.init();
+        repo
+    }
+
     /// A repository at `location` whose files live in `path`, not yet
     /// initialised.
     pub fn at(location: String, path: PathBuf) -> TestRepo {
@@ -165,6 +175,45 @@ impl TestRepo {
         let check = self.restic(&["check"]);
         assert_eq!(check.code, 0, "restic check failed: {check:?}");
     }
+}
+
+/// A repository on disk that lockwarden reaches as `swift:test:/repo`, one
+/// of the schemes it reads through restic: a `restic` shim first in `PATH`
+/// logs each command line (to the returned file) and runs the real restic
+/// on the directory instead.
+pub fn swift_through_restic(dir: &Path) -> (TestRepo, std::path::PathBuf) {
+    let path = dir.join("repo");
+    let mut repo = TestRepo::at(path.display().to_string(), path.clone());
+    repo.init();
+    let shim = dir.join("shim");
+    std::fs::create_dir(&shim).expect("shim dir");
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v restic"])
+            .output()
+            .expect("sh")
+            .stdout,
+    )
+    .expect("utf-8");
+    let log = dir.join("calls.log");
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> {}\nRESTIC_REPOSITORY={} exec {} \"$@\"\n",
+        log.display(),
+        path.display(),
+        real.trim()
+    );
+    let restic = shim.join("restic");
+    std::fs::write(&restic, script).expect("write shim");
+    std::fs::set_permissions(&restic, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let path_var = format!(
+        "{}:{}",
+        shim.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    repo.lockwarden_location = Some("swift:test:/repo".into());
+    repo.env.push(("PATH".into(), path_var));
+    (repo, log)
 }
 
 /// A real `restic backup --stdin` that holds a lock while its stdin is open.

@@ -7,6 +7,7 @@ use clap::Args;
 use jiff::SignedDuration;
 use lockwarden::contract::{Lock, Verdict};
 use lockwarden::repo::Repository;
+use lockwarden::repo::backend::Removal;
 use lockwarden::repo::backend::Variables;
 use lockwarden::runtime::Policy;
 use lockwarden::text::escape;
@@ -83,6 +84,51 @@ impl Judge {
         let report = self.warden.run(&self.repo, act)?;
         self.warden.emit_logs(&report.assessment);
         Ok(report)
+    }
+
+    /// Judges and removes stale locks (only judges where the backend cannot
+    /// remove), logging what it did and why. A failure is logged, not
+    /// returned: what runs next (restic, or `hold` taking its lock) says
+    /// itself if the repository is still locked.
+    pub fn clean(&self) {
+        let removable = self.repo.capabilities().remove;
+        let act = if removable { Act::Remove } else { Act::Judge };
+        let report = match self.run(act) {
+            Ok(report) => report,
+            Err(e) => {
+                tracing::warn!(
+                    "could not judge locks, removing none: {}",
+                    escape(&e.to_string())
+                );
+                return;
+            }
+        };
+        if !removable {
+            for (subject, verdict) in report.assessment.verdicts.stale() {
+                tracing::warn!(
+                    "lock {} is stale ({}) but lockwarden cannot remove locks from {} repositories: {}",
+                    short(subject.id()),
+                    escape(&verdict.rule),
+                    report.repository.backend,
+                    escape(&verdict.reason)
+                );
+            }
+        }
+        for result in report.removals {
+            match result.result {
+                Ok(Removal::Removed | Removal::AlreadyGone) => tracing::info!(
+                    "removed stale lock {} ({}): {}",
+                    short(&result.id),
+                    escape(&result.verdict.rule),
+                    escape(&result.verdict.reason)
+                ),
+                Err(e) => tracing::warn!(
+                    "could not remove lock {}: {}",
+                    short(&result.id),
+                    escape(&e.to_string())
+                ),
+            }
+        }
     }
 }
 

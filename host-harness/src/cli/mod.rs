@@ -10,7 +10,9 @@ macro_rules! outln {
 }
 
 mod check;
+mod child;
 mod evidence_args;
+mod hold;
 mod judge;
 mod policy;
 mod repo_args;
@@ -38,6 +40,9 @@ pub mod code {
     pub const STALE: u8 = 3;
     /// No repository at that location.
     pub const NO_REPOSITORY: u8 = 10;
+    /// `hold`: a conflicting lock is held, or the lock was lost (restic
+    /// exits 11 when it cannot lock).
+    pub const LOCKED: u8 = 11;
     /// Wrong password.
     pub const WRONG_PASSWORD: u8 = 12;
     /// The storage refused the credentials.
@@ -134,6 +139,8 @@ enum Command {
     Unlock(unlock::UnlockArgs),
     /// Remove stale locks, run restic, and retry while a lock blocks it.
     Run(run::RunArgs),
+    /// Hold a restic lock on the repository while a command runs.
+    Hold(hold::HoldArgs),
     /// Check many repositories periodically (TOML config), with metrics.
     Watch(watch::WatchArgs),
     /// Inspect and run stale-lock policies.
@@ -212,12 +219,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     init_logging(
         cli.log_format,
-        matches!(cli.command, Command::Run(_) | Command::Watch(_)),
+        matches!(
+            cli.command,
+            Command::Run(_) | Command::Hold(_) | Command::Watch(_)
+        ),
     );
     match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Unlock(args) => unlock::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Hold(args) => hold::run(&args),
         Command::Watch(args) => watch::run(&args),
         Command::Policy(command) => policy::run(command),
     }

@@ -4,24 +4,16 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
 use lockwarden::evidence::OwnChildren;
-use lockwarden::repo::backend::Removal;
-use lockwarden::warden::Act;
-use rustix::process::{Pid, Signal, kill_process};
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
 
-use lockwarden::text::escape;
-
-use super::judge::{Judge, JudgeArgs, short};
+use super::child::{ChildPid, exit_code, forward_signals};
+use super::judge::JudgeArgs;
 
 /// restic's message when a lock blocks it (0.9 to 0.19).
 const LOCKED: &str = "repository is already locked";
@@ -50,19 +42,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let children = OwnChildren::default();
     let mut judge = args.judge.open()?;
     judge.warden.children = Some(children.clone());
-    let child_pid = Arc::new(AtomicI32::new(0));
+    let child_pid = ChildPid::default();
     let interrupted = forward_signals(child_pid.clone())?;
 
     let deadline = Instant::now() + args.retry_lock;
     let mut backoff = FIRST_BACKOFF;
-    clean(&judge);
+    judge.clean();
     loop {
         let mut command = Command::new(&args.command[0]);
         command.args(&args.command[1..]);
         lockwarden::command::restic_env(&mut command, &repository, &password);
         let (code, locked) = run_once(command, &children, &child_pid)?;
         let now = Instant::now();
-        if code == 0 || !locked || now >= deadline || interrupted.load(Ordering::SeqCst) {
+        if code == 0 || !locked || now >= deadline || interrupted.is_stopped() {
             return Ok(ExitCode::from(code));
         }
         let wait = backoff.min(deadline - now);
@@ -71,53 +63,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             wait.as_secs(),
             (deadline - now).as_secs()
         );
-        std::thread::sleep(wait);
+        if interrupted.sleep(wait) {
+            return Ok(ExitCode::from(code));
+        }
         backoff = (backoff * 2).min(MAX_BACKOFF);
-        clean(&judge);
-    }
-}
-
-/// Judges and removes stale locks, saying what it did. A failure here is
-/// reported and does not stop restic from running: restic will say itself if
-/// the repository is still locked.
-fn clean(judge: &Judge) {
-    let removable = judge.repo.capabilities().remove;
-    let act = if removable { Act::Remove } else { Act::Judge };
-    let report = match judge.run(act) {
-        Ok(report) => report,
-        Err(e) => {
-            tracing::warn!(
-                "could not judge locks, removing none: {}",
-                escape(&e.to_string())
-            );
-            return;
-        }
-    };
-    if !removable {
-        for (subject, verdict) in report.assessment.verdicts.stale() {
-            tracing::warn!(
-                "lock {} is stale ({}) but lockwarden cannot remove locks from {} repositories: {}",
-                short(subject.id()),
-                escape(&verdict.rule),
-                report.repository.backend,
-                escape(&verdict.reason)
-            );
-        }
-    }
-    for result in report.removals {
-        match result.result {
-            Ok(Removal::Removed | Removal::AlreadyGone) => tracing::info!(
-                "removed stale lock {} ({}): {}",
-                short(&result.id),
-                escape(&result.verdict.rule),
-                escape(&result.verdict.reason)
-            ),
-            Err(e) => tracing::warn!(
-                "could not remove lock {}: {}",
-                short(&result.id),
-                escape(&e.to_string())
-            ),
-        }
+        judge.clean();
     }
 }
 
@@ -148,11 +98,7 @@ fn run_once(
         set.remove(&i64::from(pid));
     }
     let said_locked = watcher.join().unwrap_or(false);
-    let code = match (status.code(), status.signal()) {
-        (Some(code), _) => u8::try_from(code).unwrap_or(1),
-        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
-        (None, None) => 1,
-    };
+    let code = exit_code(status);
     Ok((code, said_locked || code == LOCKED_EXIT))
 }
 
@@ -176,30 +122,6 @@ fn pass_through(mut from: impl Read, mut to: impl Write) -> bool {
         window.drain(..window.len() - keep);
     }
     locked
-}
-
-/// Forwards SIGINT and SIGTERM to the running restic. Returns a flag that is
-/// set once either arrived, so that no retry follows.
-fn forward_signals(child_pid: Arc<AtomicI32>) -> anyhow::Result<Arc<AtomicBool>> {
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
-    let flag = interrupted.clone();
-    std::thread::spawn(move || {
-        for signal in signals.forever() {
-            flag.store(true, Ordering::SeqCst);
-            let forward = if signal == SIGINT {
-                Signal::INT
-            } else {
-                Signal::TERM
-            };
-            if let Some(pid) = Pid::from_raw(child_pid.load(Ordering::SeqCst)) {
-                let _ = kill_process(pid, forward);
-            }
-            // A password or hosts command of ours still running goes too.
-            lockwarden::command::kill_all();
-        }
-    });
-    Ok(interrupted)
 }
 
 #[cfg(test)]

@@ -285,7 +285,8 @@ impl Backend for LocalBackend {
             let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
             let fd = openat(locks, &temporary, flags | OFlags::CLOEXEC, self.file_mode())?;
             let mut file = File::from(fd);
-            file.write_all(stored).map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+            file.write_all(stored)
+                .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
             fsync(&file)?;
             renameat(locks, &temporary, locks, id)?;
             fsync(locks)

@@ -429,13 +429,8 @@ impl Backend for RcloneBackend {
     fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError> {
         let dir = listing_path(kind);
         let what = format!("listing {dir}");
-        let (status, v2, body) = self.exchange(
-            Method::GET,
-            &dir,
-            &what,
-            limits::LISTING_BODY,
-            Bytes::new(),
-        )?;
+        let (status, v2, body) =
+            self.exchange(Method::GET, &dir, &what, limits::LISTING_BODY, Bytes::new())?;
         answered(status, &what, &self.shown)?;
         parse_listing(&body, v2, &format!("{dir} at {}", self.shown))
     }
@@ -443,7 +438,8 @@ impl Backend for RcloneBackend {
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
         let path = checked_name(kind, name)?;
         let what = format!("reading {path}");
-        let (status, _, body) = self.exchange(Method::GET, &path, &what, kind.limit(), Bytes::new())?;
+        let (status, _, body) =
+            self.exchange(Method::GET, &path, &what, kind.limit(), Bytes::new())?;
         answered(status, &what, &self.shown)?;
         Ok(body)
     }
@@ -451,8 +447,13 @@ impl Backend for RcloneBackend {
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {
         let path = checked_name(Kind::Lock, id)?;
         let what = format!("deleting {path}");
-        let (status, _, _) =
-            self.exchange(Method::DELETE, &path, &what, Kind::Lock.limit(), Bytes::new())?;
+        let (status, _, _) = self.exchange(
+            Method::DELETE,
+            &path,
+            &what,
+            Kind::Lock.limit(),
+            Bytes::new(),
+        )?;
         removal(status, &path, &self.shown)
     }
 

@@ -1,0 +1,171 @@
+//! `lockwarden hold [--exclusive] -- CMD ARGS...`: take a restic lock on the
+//! repository, run any command while holding it, release it.
+//!
+//! Stale locks are judged and removed first, exactly as `unlock` would. A
+//! conflicting lock that remains fails the command with exit code 11 (as
+//! restic fails), or is waited for with `--retry-lock`. While the command
+//! runs, the lock is refreshed as restic refreshes its own; when it cannot be
+//! kept, the command is stopped (SIGTERM, then SIGKILL after
+//! [`GRACE`]) and lockwarden exits 11. Otherwise the lock is removed
+//! when the command ends and its exit code is passed on.
+
+use std::ffi::OsString;
+use std::process::{Command, ExitCode};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use lockwarden::hold::{HoldError, Holder, REFRESH_INTERVAL};
+use lockwarden::repo::lockfile::short;
+use lockwarden::text::escape;
+use lockwarden::watch::Stop;
+use rustix::process::Signal;
+
+use super::child::{ChildPid, exit_code, forward_signals, signal_child};
+use super::code;
+use super::judge::JudgeArgs;
+
+/// How long a command stopped for a lost lock has between SIGTERM and
+/// SIGKILL.
+pub const GRACE: Duration = Duration::from_secs(10);
+
+/// restic's `--retry-lock` backoff: 5 s doubling to 60 s.
+const FIRST_BACKOFF: Duration = Duration::from_secs(5);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// The shortest refresh interval: more often only loads the storage.
+const MIN_REFRESH: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Args)]
+pub struct HoldArgs {
+    #[command(flatten)]
+    judge: JudgeArgs,
+    /// Take an exclusive lock (as prune and check do); without it, a shared
+    /// one (as backup does).
+    #[arg(long)]
+    exclusive: bool,
+    /// Keep trying while a conflicting lock is held, for at most this long
+    /// (e.g. 10m); 0 tries once.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = super::parse_duration)]
+    retry_lock: Duration,
+    /// How often the lock is refreshed (restic: 5m; at least 1s, at most 5m).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = refresh_interval)]
+    refresh_interval: Duration,
+    /// The command to run while the lock is held, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD ARGS")]
+    command: Vec<OsString>,
+}
+
+fn refresh_interval(text: &str) -> Result<Duration, String> {
+    let interval = super::parse_duration(text)?;
+    if (MIN_REFRESH..=REFRESH_INTERVAL).contains(&interval) {
+        Ok(interval)
+    } else {
+        Err(
+            "must be between 1s and 5m: a lock refreshed less often than restic refreshes \
+             its own may look stale to others"
+                .into(),
+        )
+    }
+}
+
+pub fn run(args: &HoldArgs) -> anyhow::Result<ExitCode> {
+    let judge = args.judge.open()?;
+    if !judge.repo.capabilities().remove {
+        return Err(super::UsageError(format!(
+            "lockwarden reads {} repositories through restic and cannot write a lock there; \
+             hold works where lockwarden removes locks (local, rest, sftp, s3, azure, gs, rclone)",
+            judge.repo.describe().backend
+        ))
+        .into());
+    }
+    let child_pid = ChildPid::default();
+    let interrupted = forward_signals(child_pid.clone())?;
+    let kind = if args.exclusive {
+        "exclusive"
+    } else {
+        "shared"
+    };
+
+    let deadline = Instant::now() + args.retry_lock;
+    let mut backoff = FIRST_BACKOFF;
+    let holder = loop {
+        judge.clean();
+        let blocked = match Holder::take(&judge.repo, args.exclusive) {
+            Ok(holder) => break holder,
+            Err(HoldError::Locked(why)) => why,
+            Err(e) => return Err(e.into()),
+        };
+        let now = Instant::now();
+        if now >= deadline || interrupted.is_stopped() {
+            tracing::error!("cannot take {kind} lock: the repository is already locked {blocked}");
+            return Ok(ExitCode::from(code::LOCKED));
+        }
+        let wait = backoff.min(deadline - now);
+        tracing::warn!(
+            "the repository is already locked {blocked}; judging again in {}s ({}s left of \
+             --retry-lock)",
+            wait.as_secs(),
+            (deadline - now).as_secs()
+        );
+        if interrupted.sleep(wait) {
+            return Ok(ExitCode::from(code::LOCKED));
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    };
+    tracing::info!("holding {kind} lock ({})", short(&holder.id()));
+
+    let outcome = run_holding(args, &holder, &child_pid);
+    holder.release();
+    let (status, lost) = outcome?;
+    if lost {
+        return Ok(ExitCode::from(code::LOCKED));
+    }
+    tracing::info!("released the lock; the command exited with {status}");
+    Ok(ExitCode::from(status))
+}
+
+/// Runs the command while a thread keeps the lock. Returns its exit code,
+/// and whether the lock was lost (the command was then stopped).
+fn run_holding(
+    args: &HoldArgs,
+    holder: &Holder<'_>,
+    child_pid: &ChildPid,
+) -> anyhow::Result<(u8, bool)> {
+    let done = Stop::default();
+    std::thread::scope(|scope| {
+        let keeper = scope.spawn(|| match holder.keep(args.refresh_interval, &done) {
+            Ok(()) => false,
+            Err(e) => {
+                tracing::error!(
+                    "{}; stopping the command (SIGTERM, SIGKILL after {}s)",
+                    escape(&e.to_string()),
+                    GRACE.as_secs()
+                );
+                signal_child(child_pid, Signal::TERM);
+                if !done.sleep(GRACE) {
+                    signal_child(child_pid, Signal::KILL);
+                }
+                true
+            }
+        });
+        let status = run_command(&args.command, child_pid);
+        done.stop();
+        let lost = keeper.join().unwrap_or(true);
+        Ok((status?, lost))
+    })
+}
+
+/// Runs the command with lockwarden's stdin, stdout and stderr, and waits for
+/// it.
+fn run_command(command: &[OsString], child_pid: &ChildPid) -> anyhow::Result<u8> {
+    let mut child = Command::new(&command[0])
+        .args(&command[1..])
+        .spawn()
+        .with_context(|| format!("cannot run {}", escape(&command[0].to_string_lossy())))?;
+    child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
+    let status = child.wait().context("waiting for the command");
+    child_pid.store(0, Ordering::SeqCst);
+    Ok(exit_code(status?))
+}
