@@ -211,6 +211,11 @@ fn a_shared_hold_lets_backups_run_and_keeps_exclusive_commands_out() {
     held.wait_started();
     let ours = only_lock(&repo);
     assert_eq!(cat_lock(&repo, &ours)["exclusive"], false);
+    // Another lockwarden keeps the hold's lock: its holder runs here.
+    let (code, doc) = repo.check_json();
+    assert_eq!(code, 0, "{doc:#}");
+    let entry = lockwarden_tests::adversary::entry(&doc, &ours);
+    assert_eq!(entry["rule"], "holder-alive", "{doc:#}");
 
     let backup = repo.restic(&["backup", &data(&repo)]);
     assert_eq!(

@@ -9,8 +9,8 @@
 //! written has either reused the pid or the wall clock was stepped since
 //! (start times come from the boot time, which moves with every clock step,
 //! while the lock's time was written before the step). Only a process that
-//! is evidently not restic is taken as a reused pid; a restic process there
-//! is `unknown`, never `dead`. When lockwarden
+//! is evidently not restic (nor lockwarden, whose `hold` writes locks) is
+//! taken as a reused pid; a restic process there is `unknown`, never `dead`. When lockwarden
 //! runs in another pid namespace than the host's (a container), pids in locks
 //! may belong to processes it cannot see, so the answer is `unknown` unless
 //! the operator says the namespace is shared.
@@ -70,10 +70,12 @@ impl<T: ProcessTable> LocalProcesses<T> {
     }
 }
 
-/// True for a process name that may be restic itself (the kernel keeps 15
-/// bytes of it: `restic`, `restic_0.16.4_l`, `/usr/bin/restic` as argv[0]).
+/// True for a process name that may be a lock's writer: restic itself (the
+/// kernel keeps 15 bytes of it: `restic`, `restic_0.16.4_l`, `/usr/bin/restic`
+/// as argv[0]), or lockwarden, whose `hold` writes locks too.
 fn looks_like_restic(name: &str) -> bool {
-    name.to_ascii_lowercase().contains("restic")
+    let name = name.to_ascii_lowercase();
+    name.contains("restic") || name.contains("lockwarden")
 }
 
 impl<T: ProcessTable> Source for LocalProcesses<T> {
@@ -198,7 +200,7 @@ mod tests {
     fn process_table() {
         let boot = Some(LOCK - 3600 * S);
         #[rustfmt::skip]
-        let rows: [(Table, Option<&str>, &str, i64, &str); 13] = [
+        let rows: [(Table, Option<&str>, &str, i64, &str); 14] = [
             (Table(Probe::Gone, boot),                 None,                 "vm",    42, "dead"),
             (Table(running(LOCK - 10 * S), boot),      None,                 "vm",    42, "alive"),
             (Table(running(LOCK + S), boot),           None,                 "vm",    42, "alive"),
@@ -208,6 +210,8 @@ mod tests {
             (Table(running(LOCK + 60 * S), boot),      None,                 "vm",    42, "unknown"),
             (Table(running(LOCK + 60 * S), Some(LOCK + 30 * S)), None,       "vm",    42, "unknown"),
             (Table(named("restic_0.16.4_l", LOCK + 9 * S), boot), None,      "vm",    42, "unknown"),
+            // lockwarden hold writes locks too.
+            (Table(named("lockwarden", LOCK + 9 * S), boot), None,           "vm",    42, "unknown"),
             // Any other program there reused the pid.
             (Table(named("sleep", LOCK + 60 * S), boot), None,               "vm",    42, "dead"),
             // The boot time after the lock (e.g. a clock step at boot) with
