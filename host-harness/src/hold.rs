@@ -114,11 +114,15 @@ pub struct Holder<'r> {
     state: Mutex<Held>,
 }
 
-/// The lock file that stands for the lock now, and older ones of ours that
-/// could not be removed yet.
+/// The lock file that stands for the lock now, and other files of ours that
+/// could not be removed yet (or may have been stored by a write that
+/// failed).
 struct Held {
     id: String,
-    written: Instant,
+    /// The time written into it, and when (by the monotonic clock) that
+    /// time was taken.
+    time: i64,
+    stamped: Instant,
     leftovers: Vec<String>,
 }
 
@@ -130,15 +134,23 @@ impl<'r> Holder<'r> {
             return Err(e);
         }
         let template = own_lock(exclusive);
-        let id = repo.write_lock(&template)?;
+        let stamped = Instant::now();
+        let sealed = repo.seal_lock(&template)?;
+        if let Err(e) = repo.store_lock(&sealed) {
+            // The storage may have kept it all the same.
+            let _ = repo.remove_lock(&sealed.id);
+            return Err(e.into());
+        }
+        let id = sealed.id;
         let holder = Holder {
             repo,
-            template,
             state: Mutex::new(Held {
                 id: id.clone(),
-                written: Instant::now(),
+                time: template.time,
+                stamped,
                 leftovers: Vec::new(),
             }),
+            template,
         };
         std::thread::sleep(CHECK_DELAY);
         let found = match repo.read_locks() {
@@ -159,24 +171,37 @@ impl<'r> Holder<'r> {
         self.held().id.clone()
     }
 
-    /// How long ago the lock file that stands for the lock was written.
+    /// The age of the lock file that stands for the lock: since the time
+    /// written into it, by the wall clock or the monotonic one, whichever
+    /// says longer (the monotonic clock stops while the machine sleeps,
+    /// others' clocks do not).
     pub fn age(&self) -> Duration {
-        self.held().written.elapsed()
+        let held = self.held();
+        let wall = crate::time::now().saturating_sub(held.time);
+        let wall = Duration::from_nanos(u64::try_from(wall).unwrap_or(0));
+        held.stamped.elapsed().max(wall)
     }
 
     /// Writes a new lock file with the current time, then removes the old
     /// one. When the old one is already gone, someone removed our lock: the
     /// new file is removed too and the lock is [`HoldError::Lost`].
     pub fn refresh(&self) -> Result<(), HoldError> {
+        let stamped = Instant::now();
         let fresh = Lock {
             time: crate::time::now(),
             ..self.template.clone()
         };
-        let id = self.repo.write_lock(&fresh)?;
+        let sealed = self.repo.seal_lock(&fresh)?;
+        if let Err(e) = self.repo.store_lock(&sealed) {
+            // The storage may have kept it all the same: removed later.
+            self.held().leftovers.push(sealed.id);
+            return Err(e.into());
+        }
         let old = {
             let mut held = self.held();
-            held.written = Instant::now();
-            std::mem::replace(&mut held.id, id)
+            held.time = fresh.time;
+            held.stamped = stamped;
+            std::mem::replace(&mut held.id, sealed.id)
         };
         match self.repo.remove_lock(&old) {
             Ok(Removal::Removed) => {
@@ -202,34 +227,49 @@ impl<'r> Holder<'r> {
         }
     }
 
-    /// Refreshes every `every` until `stop`, retrying a failed refresh every
-    /// fifth of that. Returns [`HoldError::Lost`] when the lock was removed
-    /// by someone else, or could not be refreshed for 4.5 intervals.
-    pub fn keep(&self, every: Duration, stop: &Stop) -> Result<(), HoldError> {
-        let give_up = every.mul_f64(GIVE_UP_INTERVALS);
+    /// Refreshes every `every` until `quit`, retrying a failed refresh every
+    /// fifth of that. Returns [`HoldError::Lost`] when the lock was removed by
+    /// someone else. That a lock cannot be refreshed in time is the
+    /// [`Holder::watchdog`]'s to say: a refresh may hang for the whole
+    /// request timeout.
+    pub fn keep(&self, every: Duration, quit: &Stop) -> Result<(), HoldError> {
         let mut wait = every;
         loop {
-            if stop.sleep(wait) {
+            if quit.sleep(wait) {
                 return Ok(());
             }
             match self.refresh() {
                 Ok(()) => wait = every,
                 Err(lost @ HoldError::Lost(_)) => return Err(lost),
                 Err(e) => {
-                    let age = self.age();
-                    if age >= give_up {
-                        return Err(HoldError::Lost(format!(
-                            "it could not be refreshed for {}s: {e}",
-                            age.as_secs()
-                        )));
-                    }
-                    wait = (every / 5).min(give_up - age);
+                    wait = every / 5;
                     tracing::warn!(
                         "could not refresh the lock, trying again in {}s: {}",
                         wait.as_secs_f64(),
                         escape(&e.to_string())
                     );
                 }
+            }
+        }
+    }
+
+    /// Watches the lock's age until `quit`: once it is 4.5 refresh
+    /// intervals old (restic's 22.5 minutes at 5 minutes), before anyone
+    /// takes it for stale, the lock is [`HoldError::Lost`], whatever a
+    /// refresh still under way may bring.
+    pub fn watchdog(&self, every: Duration, quit: &Stop) -> Result<(), HoldError> {
+        let give_up = every.mul_f64(GIVE_UP_INTERVALS);
+        let tick = (every / 10).min(Duration::from_secs(1));
+        loop {
+            let age = self.age();
+            if age >= give_up {
+                return Err(HoldError::Lost(format!(
+                    "it could not be refreshed for {}s",
+                    age.as_secs()
+                )));
+            }
+            if quit.sleep(tick.min(give_up - age)) {
+                return Ok(());
             }
         }
     }
@@ -404,12 +444,30 @@ mod tests {
             times: usize::MAX,
             error: crate::repo::backend::BackendError::Unreachable("gone".into()),
         });
-        let kept = holder.keep(Duration::from_millis(20), &Stop::default());
-        let Err(HoldError::Lost(why)) = kept else {
-            panic!("kept a lock it could not refresh: {kept:?}");
+        // Taking waited CHECK_DELAY (200 ms) already.
+        let every = Duration::from_millis(100);
+        let quit = Stop::default();
+        let watched = std::thread::scope(|scope| {
+            let keeper = scope.spawn(|| holder.keep(every, &quit));
+            let watched = holder.watchdog(every, &quit);
+            quit.stop();
+            let kept = keeper.join().expect("keeper");
+            assert!(kept.is_ok(), "{kept:?}");
+            watched
+        });
+        let Err(HoldError::Lost(why)) = watched else {
+            panic!("kept a lock it could not refresh: {watched:?}");
         };
         assert!(why.contains("could not be refreshed"), "{why}");
-        assert!(holder.age() >= Duration::from_millis(90));
+        assert!(holder.age() >= Duration::from_millis(450));
+        // Each failed write's file is removed on release, in case the
+        // storage kept it.
+        assert!(
+            backend.calls(Operation::Write) > 2,
+            "{} writes, age {:?}",
+            backend.calls(Operation::Write),
+            holder.age()
+        );
     }
 
     #[test]

@@ -32,11 +32,17 @@ exit "$(cat "$D/go")""#;
 impl Held {
     /// Starts `lockwarden hold <extra> -- sh -c SCRIPT` on `repo`.
     fn start(repo: &TestRepo, extra: &[&str]) -> Held {
+        Held::start_script(repo, extra, SCRIPT)
+    }
+
+    /// Starts `lockwarden hold <extra> -- sh -c <script>` on `repo`, with
+    /// `D` set to a fresh directory for the script's marks.
+    fn start_script(repo: &TestRepo, extra: &[&str], script: &str) -> Held {
         let dir = tempfile::tempdir().expect("temp dir").keep();
         let child = repo
             .lockwarden("hold")
             .args(extra)
-            .args(["--", "sh", "-c", SCRIPT])
+            .args(["--", "sh", "-c", script])
             .env("D", &dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -318,10 +324,17 @@ fn the_lock_is_refreshed_with_a_new_file_and_the_old_one_removed() {
 }
 
 #[test]
-fn a_lock_removed_behind_its_back_stops_the_command() {
+fn a_lock_removed_behind_its_back_stops_the_command_and_what_it_started() {
     let repo = TestRepo::init_local();
-    let mut held = Held::start(&repo, &["--refresh-interval", "1s", "--exclusive"]);
+    // The command starts a process of its own that ignores SIGTERM.
+    let script = format!("(trap '' TERM; exec sleep 300) & echo $! > \"$D/grandchild\"\n{SCRIPT}");
+    let mut held = Held::start_script(&repo, &["--refresh-interval", "1s", "--exclusive"], &script);
     held.wait_started();
+    let grandchild: i32 = std::fs::read_to_string(held.dir.join("grandchild"))
+        .expect("grandchild pid")
+        .trim()
+        .parse()
+        .expect("a pid");
     // Someone runs the blunt tool.
     let removed = repo.restic(&["unlock", "--remove-all"]);
     assert_eq!(removed.code, 0, "{removed:?}");
@@ -330,6 +343,29 @@ fn a_lock_removed_behind_its_back_stops_the_command() {
     assert_eq!(out.code, LOCKED, "{out:?}");
     assert!(out.stderr.contains("the lock was lost"), "{out:?}");
     assert_eq!(repo.lock_ids(), BTreeSet::new(), "{out:?}");
+    let pid = rustix::process::Pid::from_raw(grandchild).expect("a pid");
+    wait_for("the grandchild to be killed", || {
+        rustix::process::test_kill_process(pid).is_err()
+            || std::fs::read_to_string(format!("/proc/{grandchild}/stat"))
+                .is_ok_and(|stat| stat.contains(") Z "))
+    });
+}
+
+#[test]
+fn sigint_while_waiting_for_the_lock_runs_nothing_and_exits_130() {
+    let repo = TestRepo::init_local();
+    let live = Holder::start(&repo);
+    let mut held = Held::start(&repo, &["--exclusive", "--retry-lock", "2m"]);
+    let lock_dir = repo.path.join("locks");
+    // Wait for its first attempt to have failed (it judged: read the locks).
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(lock_dir.exists());
+    let pid = rustix::process::Pid::from_raw(held.child.id() as i32).expect("a pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("SIGINT");
+    let out = held.output();
+    assert_eq!(out.code, 130, "{out:?}");
+    assert!(!held.marked("started"), "the command ran: {out:?}");
+    assert_eq!(repo.lock_ids(), BTreeSet::from([live.lock_id.clone()]));
 }
 
 #[test]

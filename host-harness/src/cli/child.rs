@@ -1,47 +1,126 @@
 //! What `run` and `hold` share about the command they run: SIGINT and
-//! SIGTERM passed on to it, and its exit status as an exit code.
+//! SIGTERM passed on to it, stopping it with everything it started, and its
+//! exit status as an exit code.
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::ExitStatus;
+use std::process::{Child, Command, ExitStatus};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
 
 use anyhow::Context;
+use lockwarden::evidence::{ProcessId, process_tree};
 use lockwarden::watch::Stop;
 use rustix::process::{Pid, Signal, kill_process};
 use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+use signal_hook::iterator::SignalsInfo;
+use signal_hook::iterator::exfiltrator::WithOrigin;
+use signal_hook::low_level::siginfo::Cause;
 
 /// The pid of the command running now (0: none).
 pub type ChildPid = Arc<AtomicI32>;
 
+/// SIGINT or SIGTERM, once one arrived.
+#[derive(Default)]
+pub struct Interrupt {
+    /// Set when a signal arrived: nothing new starts, waits end at once.
+    pub stop: Stop,
+    signal: AtomicI32,
+}
+
+impl Interrupt {
+    /// The exit code a shell gives a command killed by the signal that
+    /// arrived (128 + its number), if one did.
+    pub fn exit_code(&self) -> Option<u8> {
+        match self.signal.load(Ordering::SeqCst) {
+            0 => None,
+            signal => u8::try_from(128 + signal).ok(),
+        }
+    }
+
+    /// Sends the signal that arrived, if one did, to the command whose pid
+    /// `child` holds: for a signal that came before the command's pid was
+    /// known.
+    pub fn pass_on(&self, child: &AtomicI32) {
+        if let Some(signal) = Signal::from_named_raw(self.signal.load(Ordering::SeqCst)) {
+            signal_child(child, signal);
+        }
+    }
+}
+
 /// Forwards SIGINT and SIGTERM to the command whose pid `child` holds, and
-/// kills any password or hosts command of ours still running. Returns a stop
-/// signal that is set once either arrived, so that nothing new starts and
-/// waits end at once.
-pub fn forward_signals(child: ChildPid) -> anyhow::Result<Arc<Stop>> {
-    let interrupted = Arc::new(Stop::default());
-    let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
-    let stop = interrupted.clone();
+/// kills any password or hosts command of ours still running. A signal the
+/// kernel sent (a terminal's Ctrl-C, which reaches the command too) is not
+/// sent a second time: some programs take a second interrupt for "abort
+/// now, without cleaning up".
+pub fn forward_signals(child: ChildPid) -> anyhow::Result<Arc<Interrupt>> {
+    let interrupt = Arc::new(Interrupt::default());
+    let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM])
+        .context("cannot install signal handlers")?;
+    let seen = interrupt.clone();
     std::thread::spawn(move || {
-        for signal in signals.forever() {
-            stop.stop();
-            let forward = if signal == SIGINT {
-                Signal::INT
-            } else {
-                Signal::TERM
-            };
-            signal_child(&child, forward);
+        for origin in signals.forever() {
+            seen.signal.store(origin.signal, Ordering::SeqCst);
+            seen.stop.stop();
+            if !matches!(origin.cause, Cause::Kernel) {
+                let forward = if origin.signal == SIGINT {
+                    Signal::INT
+                } else {
+                    Signal::TERM
+                };
+                signal_child(&child, forward);
+            }
             lockwarden::command::kill_all();
         }
     });
-    Ok(interrupted)
+    Ok(interrupt)
+}
+
+/// Starts `command` and records its pid in `child`. A signal that arrived
+/// before the pid was recorded is passed on now.
+pub fn spawn_tracked(
+    command: &mut Command,
+    child: &AtomicI32,
+    interrupt: &Interrupt,
+) -> std::io::Result<Child> {
+    let spawned = command.spawn()?;
+    child.store(i32::try_from(spawned.id()).unwrap_or(0), Ordering::SeqCst);
+    interrupt.pass_on(child);
+    Ok(spawned)
 }
 
 /// Sends `signal` to the command whose pid `child` holds, if one runs.
 pub fn signal_child(child: &AtomicI32, signal: Signal) {
     if let Some(pid) = Pid::from_raw(child.load(Ordering::SeqCst)) {
         let _ = kill_process(pid, signal);
+    }
+}
+
+/// Stops the command whose pid `child` holds and every process it started
+/// that still descends from it: SIGTERM, then SIGKILL after `grace` unless
+/// `exited` says the command ended by then. Processes are told apart by
+/// start time, so a pid taken by a stranger meanwhile is never signalled.
+pub fn stop_tree(child: &AtomicI32, exited: &Stop, grace: Duration) {
+    let mut tree = process_tree(child.load(Ordering::SeqCst));
+    signal_all(&tree, Signal::TERM);
+    // Leave the command time to stop; the processes it started are
+    // stopped anyway (once it is gone they are no longer below it).
+    exited.sleep(grace);
+    for late in process_tree(child.load(Ordering::SeqCst)) {
+        if !tree.contains(&late) {
+            tree.push(late);
+        }
+    }
+    signal_all(&tree, Signal::KILL);
+}
+
+fn signal_all(processes: &[ProcessId], signal: Signal) {
+    for process in processes {
+        if process.runs()
+            && let Some(pid) = Pid::from_raw(process.pid)
+        {
+            let _ = kill_process(pid, signal);
+        }
     }
 }
 

@@ -5,26 +5,24 @@
 //! conflicting lock that remains fails the command with exit code 11 (as
 //! restic fails), or is waited for with `--retry-lock`. While the command
 //! runs, the lock is refreshed as restic refreshes its own; when it cannot be
-//! kept, the command is stopped (SIGTERM, then SIGKILL after
-//! [`GRACE`]) and lockwarden exits 11. Otherwise the lock is removed
+//! kept, the command and every process it started are stopped (SIGTERM,
+//! then SIGKILL after [`GRACE`]) and lockwarden exits 11. Otherwise the lock is removed
 //! when the command ends and its exit code is passed on.
 
 use std::ffi::OsString;
 use std::process::{Command, ExitCode};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::child::{ChildPid, Interrupt, exit_code, forward_signals, spawn_tracked, stop_tree};
+use super::code;
+use super::judge::JudgeArgs;
 use anyhow::Context;
 use clap::Args;
 use lockwarden::hold::{HoldError, Holder, REFRESH_INTERVAL};
 use lockwarden::repo::lockfile::short;
 use lockwarden::text::escape;
 use lockwarden::watch::Stop;
-use rustix::process::Signal;
-
-use super::child::{ChildPid, exit_code, forward_signals, signal_child};
-use super::code;
-use super::judge::JudgeArgs;
 
 /// How long a command stopped for a lost lock has between SIGTERM and
 /// SIGKILL.
@@ -97,8 +95,11 @@ pub fn run(args: &HoldArgs) -> anyhow::Result<ExitCode> {
             Err(HoldError::Locked(why)) => why,
             Err(e) => return Err(e.into()),
         };
+        if let Some(code) = interrupted.exit_code() {
+            return Ok(ExitCode::from(code));
+        }
         let now = Instant::now();
-        if now >= deadline || interrupted.is_stopped() {
+        if now >= deadline {
             tracing::error!("cannot take {kind} lock: the repository is already locked {blocked}");
             return Ok(ExitCode::from(code::LOCKED));
         }
@@ -109,14 +110,22 @@ pub fn run(args: &HoldArgs) -> anyhow::Result<ExitCode> {
             wait.as_secs(),
             (deadline - now).as_secs()
         );
-        if interrupted.sleep(wait) {
-            return Ok(ExitCode::from(code::LOCKED));
+        if interrupted.stop.sleep(wait) {
+            tracing::warn!("interrupted while waiting for the lock; nothing ran");
+            return Ok(ExitCode::from(
+                interrupted.exit_code().unwrap_or(code::LOCKED),
+            ));
         }
         backoff = (backoff * 2).min(MAX_BACKOFF);
     };
+    if let Some(code) = interrupted.exit_code() {
+        holder.release();
+        tracing::warn!("interrupted while taking the lock; nothing ran");
+        return Ok(ExitCode::from(code));
+    }
     tracing::info!("holding {kind} lock ({})", short(&holder.id()));
 
-    let outcome = run_holding(args, &holder, &child_pid);
+    let outcome = run_holding(args, &holder, &child_pid, &interrupted);
     holder.release();
     let (status, lost) = outcome?;
     if lost {
@@ -126,45 +135,55 @@ pub fn run(args: &HoldArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(status))
 }
 
-/// Runs the command while a thread keeps the lock. Returns its exit code,
-/// and whether the lock was lost (the command was then stopped).
+/// Runs the command while one thread refreshes the lock and another
+/// watches its age. Returns the command's exit code, and whether the lock
+/// was lost (the command and what it started were then stopped).
 fn run_holding(
     args: &HoldArgs,
     holder: &Holder<'_>,
     child_pid: &ChildPid,
+    interrupted: &Interrupt,
 ) -> anyhow::Result<(u8, bool)> {
-    let done = Stop::default();
+    let exited = Stop::default();
+    let quit = Stop::default();
+    let lost = AtomicBool::new(false);
+    let give_up = |result: Result<(), HoldError>| {
+        let Err(e) = result else { return };
+        quit.stop();
+        if lost.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        tracing::error!(
+            "{}; stopping the command and what it started (SIGTERM, SIGKILL after {}s)",
+            escape(&e.to_string()),
+            GRACE.as_secs()
+        );
+        stop_tree(child_pid, &exited, GRACE);
+    };
     std::thread::scope(|scope| {
-        let keeper = scope.spawn(|| match holder.keep(args.refresh_interval, &done) {
-            Ok(()) => false,
-            Err(e) => {
-                tracing::error!(
-                    "{}; stopping the command (SIGTERM, SIGKILL after {}s)",
-                    escape(&e.to_string()),
-                    GRACE.as_secs()
-                );
-                signal_child(child_pid, Signal::TERM);
-                if !done.sleep(GRACE) {
-                    signal_child(child_pid, Signal::KILL);
-                }
-                true
-            }
-        });
-        let status = run_command(&args.command, child_pid);
-        done.stop();
-        let lost = keeper.join().unwrap_or(true);
-        Ok((status?, lost))
+        scope.spawn(|| give_up(holder.keep(args.refresh_interval, &quit)));
+        scope.spawn(|| give_up(holder.watchdog(args.refresh_interval, &quit)));
+        let status = run_command(&args.command, child_pid, interrupted);
+        exited.stop();
+        quit.stop();
+        status
     })
+    .map(|status| (status, lost.load(Ordering::SeqCst)))
 }
 
 /// Runs the command with lockwarden's stdin, stdout and stderr, and waits for
 /// it.
-fn run_command(command: &[OsString], child_pid: &ChildPid) -> anyhow::Result<u8> {
-    let mut child = Command::new(&command[0])
-        .args(&command[1..])
-        .spawn()
-        .with_context(|| format!("cannot run {}", escape(&command[0].to_string_lossy())))?;
-    child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
+fn run_command(
+    command: &[OsString],
+    child_pid: &ChildPid,
+    interrupted: &Interrupt,
+) -> anyhow::Result<u8> {
+    let mut child = spawn_tracked(
+        Command::new(&command[0]).args(&command[1..]),
+        child_pid,
+        interrupted,
+    )
+    .with_context(|| format!("cannot run {}", command[0].to_string_lossy()))?;
     let status = child.wait().context("waiting for the command");
     child_pid.store(0, Ordering::SeqCst);
     Ok(exit_code(status?))

@@ -12,7 +12,7 @@ use anyhow::Context;
 use clap::Args;
 use lockwarden::evidence::OwnChildren;
 
-use super::child::{ChildPid, exit_code, forward_signals};
+use super::child::{ChildPid, Interrupt, exit_code, forward_signals, spawn_tracked};
 use super::judge::JudgeArgs;
 
 /// restic's message when a lock blocks it (0.9 to 0.19).
@@ -49,12 +49,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut backoff = FIRST_BACKOFF;
     judge.clean();
     loop {
+        if let Some(code) = interrupted.exit_code() {
+            return Ok(ExitCode::from(code));
+        }
         let mut command = Command::new(&args.command[0]);
         command.args(&args.command[1..]);
         lockwarden::command::restic_env(&mut command, &repository, &password);
-        let (code, locked) = run_once(command, &children, &child_pid)?;
+        let (code, locked) = run_once(command, &children, &child_pid, &interrupted)?;
         let now = Instant::now();
-        if code == 0 || !locked || now >= deadline || interrupted.is_stopped() {
+        if code == 0 || !locked || now >= deadline || interrupted.stop.is_stopped() {
             return Ok(ExitCode::from(code));
         }
         let wait = backoff.min(deadline - now);
@@ -63,7 +66,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             wait.as_secs(),
             (deadline - now).as_secs()
         );
-        if interrupted.sleep(wait) {
+        if interrupted.stop.sleep(wait) {
             return Ok(ExitCode::from(code));
         }
         backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -78,15 +81,15 @@ fn run_once(
     mut command: Command,
     children: &OwnChildren,
     child_pid: &AtomicI32,
+    interrupted: &Interrupt,
 ) -> anyhow::Result<(u8, bool)> {
-    let mut child = command
+    command
         .stdin(Stdio::inherit())
         .stdout(Stdio::inherit())
-        .stderr(Stdio::piped())
-        .spawn()
+        .stderr(Stdio::piped());
+    let mut child = spawn_tracked(&mut command, child_pid, interrupted)
         .with_context(|| format!("cannot run {:?}", command.get_program()))?;
     let pid = child.id();
-    child_pid.store(i32::try_from(pid).unwrap_or(0), Ordering::SeqCst);
     if let Ok(mut set) = children.lock() {
         set.insert(i64::from(pid));
     }

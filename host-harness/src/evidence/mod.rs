@@ -18,7 +18,7 @@ pub use live::{EvidenceConfig, Observations, OwnChildren};
 pub use options::{EvidenceError, EvidenceOptions};
 pub use process::{LocalProcesses, Probe, ProcessTable};
 #[cfg(target_os = "linux")]
-pub use process_linux::{LinuxProcesses, hostname, pid_namespace_problem};
+pub use process_linux::{LinuxProcesses, ProcessId, hostname, pid_namespace_problem, process_tree};
 pub use recorded::Recorded;
 pub use remembered::Remembered;
 

@@ -34,28 +34,94 @@ impl LinuxProcesses {
     }
 
     fn start_time(&self, pid: i32) -> (Option<i64>, Option<String>) {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Some(stat) = stat(pid) else {
             return (None, None);
         };
-        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            return (None, None);
-        };
-        let name = stat.get(open + 1..close).map(str::to_owned);
-        // starttime is field 22; the fields after ")" start at field 3.
-        let ticks: Option<u64> = stat[close + 1..]
-            .split_whitespace()
-            .nth(19)
-            .and_then(|t| t.parse().ok());
-        let started = match (ticks, self.boot_time) {
+        let started = match (stat.start_ticks, self.boot_time) {
             (Some(ticks), Some(boot)) if self.ticks_per_second > 0 => {
                 let nanos = i128::from(ticks) * 1_000_000_000 / i128::from(self.ticks_per_second);
                 i64::try_from(nanos).ok().map(|n| boot.saturating_add(n))
             }
             _ => None,
         };
-        (started, name)
+        (started, stat.name)
     }
+}
+
+/// What `/proc/<pid>/stat` says of a process.
+struct Stat {
+    name: Option<String>,
+    parent: Option<i32>,
+    /// Clock ticks after boot.
+    start_ticks: Option<u64>,
+}
+
+/// Reads `/proc/<pid>/stat`, or `None` when there is no such process.
+fn stat(pid: i32) -> Option<Stat> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = crate::files::read_regular_file(path.as_ref(), crate::limits::LOCK_FILE).ok()?;
+    let stat = String::from_utf8_lossy(&stat);
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+    let name = stat.get(open + 1..close).map(str::to_owned);
+    // The fields after ")" start at field 3: ppid is field 4, starttime 22.
+    let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
+    Some(Stat {
+        name,
+        parent: fields.get(1).and_then(|p| p.parse().ok()),
+        start_ticks: fields.get(19).and_then(|t| t.parse().ok()),
+    })
+}
+
+/// A process, told apart from a later one given its pid by its start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessId {
+    /// Its pid.
+    pub pid: i32,
+    /// When it started, in clock ticks after boot.
+    pub start_ticks: u64,
+}
+
+impl ProcessId {
+    /// Whether this very process still runs (its pid not taken by another).
+    pub fn runs(&self) -> bool {
+        stat(self.pid).and_then(|s| s.start_ticks) == Some(self.start_ticks)
+    }
+}
+
+/// `root` and every process below it (children, their children, ...), from
+/// one pass over /proc.
+pub fn process_tree(root: i32) -> Vec<ProcessId> {
+    let mut parents: HashMap<i32, Vec<ProcessId>> = HashMap::new();
+    let mut tree = Vec::new();
+    for pid in all_pids() {
+        let Some(stat) = stat(pid) else { continue };
+        let (Some(parent), Some(start_ticks)) = (stat.parent, stat.start_ticks) else {
+            continue;
+        };
+        let id = ProcessId { pid, start_ticks };
+        if pid == root {
+            tree.push(id);
+        }
+        parents.entry(parent).or_default().push(id);
+    }
+    let mut next = 0;
+    while next < tree.len() {
+        if let Some(children) = parents.remove(&tree[next].pid) {
+            tree.extend(children);
+        }
+        next += 1;
+    }
+    tree
+}
+
+/// Every pid in /proc.
+fn all_pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str().and_then(|n| n.parse().ok()))
 }
 
 impl Default for LinuxProcesses {
@@ -94,19 +160,9 @@ impl ProcessTable for LinuxProcesses {
 /// outermost first).
 fn nested_pids() -> HashMap<i32, i32> {
     let mut nested = HashMap::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return nested;
-    };
-    for entry in entries.flatten() {
-        let Some(host_pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(status) =
-            crate::files::read_regular_file(&entry.path().join("status"), crate::limits::LOCK_FILE)
+    for host_pid in all_pids() {
+        let path = format!("/proc/{host_pid}/status");
+        let Ok(status) = crate::files::read_regular_file(path.as_ref(), crate::limits::LOCK_FILE)
         else {
             continue;
         };

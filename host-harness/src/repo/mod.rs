@@ -111,6 +111,14 @@ pub enum RepoError {
     },
 }
 
+/// A lock file ready to be written: its id and its stored bytes.
+#[derive(Debug, Clone)]
+pub struct SealedLock {
+    /// Its id: the SHA-256 of the stored bytes.
+    pub id: String,
+    stored: Vec<u8>,
+}
+
 /// The locks found in a repository.
 #[derive(Debug, Default)]
 pub struct LockSet {
@@ -354,10 +362,10 @@ impl Repository {
             .map_err(|e| failed(&self.location.redacted(), e))
     }
 
-    /// Writes `lock` as restic writes a lock file (its `id` is ignored) and
-    /// returns the new file's id. Only where locks can be removed, and only
-    /// where lockwarden holds the key (it seals the file itself).
-    pub fn write_lock(&self, lock: &Lock) -> Result<String, RepoError> {
+    /// `lock` sealed as restic stores a lock file (its `id` is ignored), with
+    /// a random IV, ready for [`Repository::store_lock`]. Only where locks
+    /// can be removed, and only where lockwarden holds the key.
+    pub fn seal_lock(&self, lock: &Lock) -> Result<SealedLock, RepoError> {
         self.check_removable()?;
         let shown = || self.location.redacted();
         let Some(key) = &self.key else {
@@ -371,10 +379,15 @@ impl Repository {
             cause,
         })?;
         let (id, stored) = lockfile::seal(key, &lockfile::to_json(lock), iv);
+        Ok(SealedLock { id, stored })
+    }
+
+    /// Writes a sealed lock to `locks/<id>`. When this fails, the file may
+    /// still have been stored (a timeout after the server acted).
+    pub fn store_lock(&self, lock: &SealedLock) -> Result<(), RepoError> {
         self.backend
-            .write_lock(&id, &stored)
-            .map_err(|e| failed(&shown(), e))?;
-        Ok(id)
+            .write_lock(&lock.id, &lock.stored)
+            .map_err(|e| failed(&self.location.redacted(), e))
     }
 
     /// Fails with [`RepoError::RemovalUnsupported`] when this backend cannot

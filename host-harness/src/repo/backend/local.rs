@@ -143,12 +143,21 @@ impl LocalBackend {
         })
     }
 
-    /// The mode of a file lockwarden writes: read-only, readable by the group
-    /// when `config` is (restic's rule for the files it writes).
+    /// Whether the repository is shared with its group: `config` is
+    /// group-readable (restic's rule for the modes of what it writes).
+    fn group_shared(&self) -> bool {
+        statat(&self.dir, "config", AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|stat| stat.st_mode & 0o040 != 0)
+    }
+
+    /// The mode of a lock file lockwarden writes: read-only, as restic's.
     fn file_mode(&self) -> Mode {
-        let group = statat(&self.dir, "config", AtFlags::SYMLINK_NOFOLLOW)
-            .is_ok_and(|stat| stat.st_mode & 0o040 != 0);
-        Mode::from_raw_mode(if group { 0o440 } else { 0o400 })
+        Mode::from_raw_mode(if self.group_shared() { 0o440 } else { 0o400 })
+    }
+
+    /// The mode of a `locks/` lockwarden creates.
+    fn dir_mode(&self) -> Mode {
+        Mode::from_raw_mode(if self.group_shared() { 0o770 } else { 0o700 })
     }
 
     fn listing_error(&self, kind: Kind, e: std::io::Error) -> BackendError {
@@ -269,7 +278,7 @@ impl Backend for LocalBackend {
             Some(locks) => locks,
             None => {
                 // restic, too, creates a missing locks/ when it locks.
-                match mkdirat(&self.dir, Kind::Lock.dir(), Mode::from_raw_mode(0o700)) {
+                match mkdirat(&self.dir, Kind::Lock.dir(), self.dir_mode()) {
                     Ok(()) | Err(Errno::EXIST) => {}
                     Err(e) => return Err(self.error(Kind::Lock.dir(), e)),
                 }
@@ -325,5 +334,42 @@ mod tests {
             .expect("no such directory")
             .to_string();
         assert!(!error.contains("SECRET"), "{error}");
+    }
+
+    #[test]
+    fn a_written_lock_is_read_only_and_a_new_locks_directory_follows_config() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        for (config_mode, group) in [(0o400, false), (0o440, true)] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let config = dir.path().join("config");
+            std::fs::write(&config, b"x").expect("config");
+            std::fs::set_permissions(&config, std::fs::Permissions::from_mode(config_mode))
+                .expect("chmod");
+            let backend = LocalBackend::open(dir.path(), "r").expect("opens");
+            let id = "b".repeat(64);
+            backend.write_lock(&id, b"sealed").expect("written");
+            let locks = dir.path().join("locks");
+            let written = std::fs::metadata(locks.join(&id)).expect("there");
+            assert_eq!(written.mode() & 0o777, if group { 0o440 } else { 0o400 });
+            let dir_mode = std::fs::metadata(&locks).expect("locks/").mode();
+            assert_eq!(dir_mode & 0o040 != 0, group, "{dir_mode:o}");
+            assert_eq!(std::fs::read(locks.join(&id)).expect("read"), b"sealed");
+            // Nothing but the lock is left in locks/.
+            assert_eq!(std::fs::read_dir(&locks).expect("list").count(), 1);
+        }
+    }
+
+    #[test]
+    fn a_lock_is_never_written_through_a_symlinked_locks_directory() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let elsewhere = tempfile::tempdir().expect("temp dir");
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("locks")).expect("symlink");
+        let backend = LocalBackend::open(dir.path(), "r").expect("opens");
+        let refused = backend.write_lock(&"c".repeat(64), b"sealed");
+        assert!(refused.is_err(), "{refused:?}");
+        assert_eq!(
+            std::fs::read_dir(elsewhere.path()).expect("list").count(),
+            0
+        );
     }
 }
