@@ -1,4 +1,5 @@
-//! External commands (the password command, the hosts command, restic for
+//! External commands (the password command, the hosts command, the watch
+//! notification hook, restic for
 //! the backends read through it, and the rclone and ssh children that serve
 //! backends, see [`ChildGroup`]): each runs in a process group of its own
 //! with a deadline, its output is bounded, and the whole group is killed when
@@ -126,14 +127,38 @@ pub enum CommandError {
 
 /// Runs `command` with no stdin, for at most `timeout`, taking at most
 /// `stdout_limit` bytes of its stdout.
-pub fn run(
+pub fn run(command: Command, timeout: Duration, stdout_limit: u64) -> Result<Output, CommandError> {
+    run_fed(command, None, timeout, stdout_limit)
+}
+
+/// Runs `command` with `input` on its stdin (written on a thread of its
+/// own, then closed, so a command that does not read cannot block past the
+/// deadline), for at most `timeout`, taking at most `stdout_limit` bytes of
+/// its stdout.
+pub fn run_with_stdin(
+    command: Command,
+    input: Vec<u8>,
+    timeout: Duration,
+    stdout_limit: u64,
+) -> Result<Output, CommandError> {
+    run_fed(command, Some(input), timeout, stdout_limit)
+}
+
+/// [`run`], with `input` on stdin when given (else no stdin).
+fn run_fed(
     mut command: Command,
+    input: Option<Vec<u8>>,
     timeout: Duration,
     stdout_limit: u64,
 ) -> Result<Output, CommandError> {
     let deadline = Instant::now() + timeout;
+    let stdin = if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
     let mut child = command
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -142,6 +167,12 @@ pub fn run(
     let raw_group = i32::try_from(child.id()).unwrap_or(0);
     let _registered = Registered::new(raw_group);
     let group = ProcessGroup(Pid::from_raw(raw_group));
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        // A command that exits without reading gives EPIPE: not an error.
+        std::thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut stdin, &input);
+        });
+    }
     let stdout = read_stdout(child.stdout.take(), stdout_limit, group);
     let stderr = read_stderr(child.stderr.take());
     let Some(status) = wait_for_exit(&mut child, deadline, group)? else {
@@ -298,6 +329,15 @@ mod tests {
         let out = run(shell("echo pw; sleep 1000 &"), Duration::from_secs(20), 100)
             .expect("returns once the shell exits");
         assert_eq!(out.stdout, b"pw\n");
+    }
+
+    #[test]
+    fn input_reaches_stdin_and_a_command_that_ignores_it_still_ends() {
+        let out = run_with_stdin(shell("cat"), b"{\"a\":1}".to_vec(), SHORT, 100).expect("runs");
+        assert_eq!(out.stdout, b"{\"a\":1}");
+        // More than a pipe holds, to a command that never reads it.
+        let out = run_with_stdin(shell("exit 4"), vec![b'x'; 1 << 20], SHORT, 100).expect("runs");
+        assert_eq!(out.status.code(), Some(4));
     }
 
     #[test]

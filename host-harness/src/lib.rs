@@ -26,6 +26,7 @@ pub mod request;
 pub mod runtime;
 pub mod stats;
 pub mod text;
+pub mod textfile;
 pub mod time;
 pub mod tls;
 pub mod warden;

@@ -49,3 +49,16 @@ pub const SCRYPT_MEMORY: u64 = 64 * 1024 * 1024;
 /// scrypt work all key files together may ask for before lockwarden stops
 /// trying (20 keys at restic's calibration fit).
 pub const SCRYPT_WORK_TOTAL: u64 = 1 << 25;
+/// A webhook's bearer token file (`webhook_token_file`).
+pub const WEBHOOK_TOKEN: u64 = 64 * 1024;
+/// What is kept of a webhook's answer: nothing is read beyond this.
+pub const WEBHOOK_RESPONSE: u64 = 64 * 1024;
+/// What a notification hook command may print (it is discarded); more and
+/// it is stopped.
+pub const HOOK_OUTPUT: u64 = 64 * 1024;
+/// Notifications waiting to be sent, per repository: more are dropped (and
+/// counted), so a slow receiver never holds up a check.
+pub const NOTIFY_QUEUE: usize = 64;
+/// Lock and file ids (and holders) a repository remembers having notified
+/// about; pruned at every check to those still present.
+pub const NOTIFIED_IDS: usize = LISTING_ENTRIES;

@@ -13,6 +13,7 @@ pub mod parity;
 pub mod registry;
 pub mod restic;
 pub mod sshd;
+pub mod webhook;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

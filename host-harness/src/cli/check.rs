@@ -1,12 +1,14 @@
 //! `lockwarden check`: every lock with its verdict; changes nothing.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use lockwarden::warden::Act;
+use lockwarden::textfile;
+use lockwarden::warden::{Act, Report};
 
 use super::code;
-use super::judge::{JudgeArgs, report_text, summary};
+use super::judge::{Judge, JudgeArgs, report_text, summary};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -15,11 +17,19 @@ pub struct CheckArgs {
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
+    /// Also write the result as node-exporter textfile metrics to
+    /// DIR/lockwarden_<key>.prom (atomically; `lockwarden_check_success 0`
+    /// when the check fails).
+    #[arg(long, value_name = "DIR")]
+    textfile: Option<PathBuf>,
 }
 
 pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let judge = args.judge.open()?;
-    let report = judge.run(Act::Judge)?;
+    let checked = check(&args.judge);
+    if let Some(dir) = &args.textfile {
+        write_textfile(args, dir, checked.as_ref().ok().map(|(_, r)| r), &checked)?;
+    }
+    let (judge, report) = checked?;
     let policy = &judge.warden.policy;
     let stale = report.assessment.verdicts.stale().count();
     if args.json {
@@ -36,4 +46,38 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn check(args: &JudgeArgs) -> anyhow::Result<(Judge, Report)> {
+    let judge = args.open()?;
+    let report = judge.run(Act::Judge)?;
+    Ok((judge, report))
+}
+
+/// Writes the textfile for `report` (none: the check failed). When the
+/// check failed too, its error is the one that counts: a textfile failure
+/// is only logged.
+fn write_textfile<T>(
+    args: &CheckArgs,
+    dir: &std::path::Path,
+    report: Option<&Report>,
+    checked: &anyhow::Result<T>,
+) -> anyhow::Result<()> {
+    let location = args.judge.repo.location()?.redacted();
+    let now = report.map_or_else(lockwarden::time::now, |r| r.assessment.now);
+    let content = textfile::render(report, now);
+    match textfile::write(dir, &textfile::file_name(&location), &content) {
+        Ok(path) => {
+            tracing::info!(
+                "wrote {}",
+                lockwarden::text::escape(&path.display().to_string())
+            );
+            Ok(())
+        }
+        Err(e) if checked.is_err() => {
+            tracing::error!("{}", lockwarden::text::escape(&e.to_string()));
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
 }

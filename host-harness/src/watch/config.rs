@@ -18,6 +18,25 @@
 //! shadow_settings = { stale-after = "2h" }     # optional, the shadow's own
 //! # optional; replaces the command line's evidence options for this one
 //! evidence = { hosts_command = "kubectl get pods -A -o json", inventory_hosts = "^velero-" }
+//! # optional; replaces the global [notify] table for this one
+//! notify = { webhook = "https://hooks.example.com/ops", events = ["checks_failing"] }
+//! ```
+//!
+//! Notifications (see [`super::notify`]), for every repository that has no
+//! `notify` of its own (a repository's table replaces this one whole; an
+//! empty one, `notify = {}`, sends nothing):
+//!
+//! ```toml
+//! [notify]
+//! webhook = "https://hooks.example.com/lockwarden"  # POST, one JSON event each
+//! webhook_token_file = "/run/secrets/hook-token"    # optional: Authorization: Bearer
+//! command = "/usr/local/bin/on-lock-event"          # optional: the JSON on stdin
+//! timeout = "10s"            # per delivery attempt
+//! retries = 3                # webhook, after a connection error, a 5xx or a 429
+//! held_longer_than = "6h"    # lock_held_long: a kept lock's holder holds it this long
+//! failing_after = 3          # checks_failing: this many failed checks in a row
+//! events = ["lock_removed", "stale_lock_kept", "lock_held_long",
+//!           "unreadable_file", "checks_failing", "recovered"]   # default: all
 //! ```
 
 use std::collections::BTreeMap;
@@ -35,6 +54,8 @@ use crate::repo::{Password, PasswordError, PasswordSource};
 use crate::runtime::PolicySource;
 use crate::text::escape;
 use crate::time::parse_duration;
+
+use super::notify::settings::{NotifyConfig, NotifySettings};
 
 /// Why a watch configuration is refused: the file, then the problem. Never
 /// quotes the file (it may hold a password command).
@@ -67,6 +88,9 @@ pub enum ConfigProblem {
     /// It names no repository.
     #[error(": lists no [[repository]]")]
     NoRepository,
+    /// The global `[notify]` table is refused.
+    #[error(", [notify]: {0}")]
+    Notify(String),
     /// One repository's entry is wrong.
     #[error(", repository `{}`: {problem}", escape(name))]
     Repository {
@@ -95,6 +119,9 @@ pub enum RepositoryProblem {
     /// Its evidence options are refused.
     #[error("evidence: {0}")]
     Evidence(#[from] EvidenceError),
+    /// Its `notify` table is refused.
+    #[error("notify: {0}")]
+    Notify(String),
     /// Its variable prefix is not one.
     #[error("env_prefix must be upper-case letters, digits and `_` (like `OFFSITE_`)")]
     EnvPrefix,
@@ -112,6 +139,8 @@ pub struct WatchConfig {
     pub metrics_addr: Option<String>,
     /// Where first-seen times are kept.
     pub state_dir: Option<PathBuf>,
+    /// Notifications for every repository without a `notify` of its own.
+    pub notify: Option<NotifyConfig>,
     /// The repositories to watch.
     #[serde(rename = "repository", default)]
     pub repositories: Vec<RepositoryConfig>,
@@ -167,6 +196,8 @@ pub struct RepositoryConfig {
     pub shadow_settings: BTreeMap<String, String>,
     /// Evidence options for this repository (else the command line's).
     pub evidence: Option<EvidenceOptions>,
+    /// Notifications for this repository, replacing the global `[notify]`.
+    pub notify: Option<NotifyConfig>,
 }
 
 fn default_interval() -> String {
@@ -205,6 +236,9 @@ impl WatchConfig {
         if config.repositories.is_empty() {
             return Err(ConfigProblem::NoRepository);
         }
+        if let Some(notify) = &config.notify {
+            notify.settings().map_err(ConfigProblem::Notify)?;
+        }
         let mut names = std::collections::BTreeSet::new();
         for repo in &config.repositories {
             let at = |problem: RepositoryProblem| ConfigProblem::Repository {
@@ -217,6 +251,18 @@ impl WatchConfig {
             repo.check().map_err(at)?;
         }
         Ok(config)
+    }
+}
+
+impl WatchConfig {
+    /// The notification settings of `repo`: its own `notify`, else the
+    /// global one, else none (events are only logged). Checked at load.
+    pub fn notify_settings(&self, repo: &RepositoryConfig) -> NotifySettings {
+        repo.notify
+            .as_ref()
+            .or(self.notify.as_ref())
+            .and_then(|n| n.settings().ok())
+            .unwrap_or_default()
     }
 }
 
@@ -236,6 +282,9 @@ impl RepositoryConfig {
         }
         if let Some(evidence) = &self.evidence {
             evidence.config(timeout)?;
+        }
+        if let Some(notify) = &self.notify {
+            notify.settings().map_err(RepositoryProblem::Notify)?;
         }
         let variable_char = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
         if !self.env_prefix.chars().all(variable_char) {
@@ -379,6 +428,34 @@ mod tests {
             let err = WatchConfig::parse(&repo(bad)).expect_err(bad).to_string();
             assert!(err.contains("env_prefix"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_repository_notify_table_replaces_the_global_one() {
+        let text = "[notify]\nwebhook = \"https://hooks.example.com/all\"\nfailing_after = 5\n\n\
+            [[repository]]\nname = \"a\"\nrepository = \"/r\"\npassword_env = \"X\"\n\n\
+            [[repository]]\nname = \"b\"\nrepository = \"/s\"\npassword_env = \"X\"\n\
+            notify = { command = \"cat\" }\n\n\
+            [[repository]]\nname = \"c\"\nrepository = \"/t\"\npassword_env = \"X\"\nnotify = {}\n";
+        let config = WatchConfig::parse(text).expect("valid");
+        let [a, b, c] = [0, 1, 2].map(|i| config.notify_settings(&config.repositories[i]));
+        assert_eq!(
+            a.webhook.map(|w| w.shown).as_deref(),
+            Some("https://hooks.example.com")
+        );
+        assert_eq!(a.failing_after, 5);
+        assert_eq!((b.webhook, b.command.as_deref()), (None, Some("cat")));
+        assert_eq!(b.failing_after, 3, "replaced whole: the default again");
+        assert!(!c.has_sinks());
+        let bad = text.replace("command = \"cat\"", "webhook = \"https://u:SECRET@h/\"");
+        let err = WatchConfig::parse(&bad)
+            .expect_err("credentials")
+            .to_string();
+        assert!(err.contains("repository `b`: notify:"), "{err}");
+        assert!(!err.contains("SECRET"), "{err}");
+        let bad = text.replace("failing_after = 5", "failing_after = 0");
+        let err = WatchConfig::parse(&bad).expect_err("zero").to_string();
+        assert!(err.contains("[notify]: failing_after"), "{err}");
     }
 
     #[test]

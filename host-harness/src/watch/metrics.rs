@@ -46,6 +46,17 @@ pub struct RepoRulePair {
     pub shadow_rule: String,
 }
 
+/// Repository, notification sink and how a delivery went.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RepoSinkResult {
+    /// The configured name.
+    pub repository: String,
+    /// `webhook` or `command`.
+    pub sink: String,
+    /// `ok` or `failed` (after its retries).
+    pub result: String,
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// Every metric `watch` exports.
@@ -71,6 +82,10 @@ pub struct Metrics {
     pub shadow_disagreements: Family<RepoRulePair, Counter>,
     /// Checks in which the shadow policy failed.
     pub shadow_errors: Family<Repo, Counter>,
+    /// Notifications delivered or not, by sink.
+    pub notifications_sent: Family<RepoSinkResult, Counter>,
+    /// Notifications dropped because the queue was full.
+    pub notifications_dropped: Family<Repo, Counter>,
 }
 
 impl Default for Metrics {
@@ -97,6 +112,8 @@ impl Metrics {
             last_success: Family::default(),
             shadow_disagreements: Family::default(),
             shadow_errors: Family::default(),
+            notifications_sent: Family::default(),
+            notifications_dropped: Family::default(),
         };
         registry.register("locks", "Lock files present, by kind", m.locks.clone());
         registry.register(
@@ -139,6 +156,16 @@ impl Metrics {
             "shadow_errors",
             "Checks in which the shadow policy failed (the enforced policy's verdicts stood)",
             m.shadow_errors.clone(),
+        );
+        registry.register(
+            "notifications_sent",
+            "Notifications handed to a sink, by sink and result (failed: after its retries)",
+            m.notifications_sent.clone(),
+        );
+        registry.register(
+            "notifications_dropped",
+            "Notifications dropped because too many were waiting to be sent",
+            m.notifications_dropped.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -9,6 +9,7 @@
 pub mod config;
 mod http;
 pub mod metrics;
+pub mod notify;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
@@ -28,6 +29,8 @@ use crate::text::escape;
 use crate::warden::{Act, Report, Shadow, Warden, WardenError};
 use config::{Mode, RepositoryConfig, WatchConfig};
 use metrics::{Metrics, Repo, RepoKind, RepoRule, RepoRulePair};
+use notify::Notifier;
+use notify::settings::NotifySettings;
 
 /// The first retry after a failed check waits this long, doubling.
 const FIRST_RETRY: Duration = Duration::from_secs(10);
@@ -128,7 +131,12 @@ pub struct Shared {
 pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<()>>, WatchError> {
     let mut policies: HashMap<Option<PolicySource>, Arc<Policy>> = HashMap::new();
     let mut jobs = Vec::new();
-    for repo in config.repositories {
+    let notify: Vec<NotifySettings> = config
+        .repositories
+        .iter()
+        .map(|repo| config.notify_settings(repo))
+        .collect();
+    for (repo, notify) in config.repositories.into_iter().zip(notify) {
         let policy = load_once(&mut policies, &shared, &repo.policy, &repo.name, false)?;
         let shadow = match &repo.shadow_policy {
             Some(source) => Some(load_once(
@@ -141,13 +149,13 @@ pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<
             None => None,
         };
         let warden = warden_for(&repo, policy, shadow, &shared)?;
-        jobs.push((repo, warden));
+        jobs.push((repo, warden, notify));
     }
     Ok(jobs
         .into_iter()
-        .map(|(repo, warden)| {
+        .map(|(repo, warden, notify)| {
             let shared = shared.clone();
-            std::thread::spawn(move || watch_one(&repo, &warden, &shared))
+            std::thread::spawn(move || watch_one(&repo, &warden, &shared, notify))
         })
         .collect())
 }
@@ -241,10 +249,21 @@ enum CheckError {
 }
 
 /// The loop of one repository.
-fn watch_one(config: &RepositoryConfig, warden: &Warden, shared: &Shared) {
+fn watch_one(config: &RepositoryConfig, warden: &Warden, shared: &Shared, notify: NotifySettings) {
     let label = Repo {
         repository: config.name.clone(),
     };
+    // Neither form of the location ever leaves in a notification.
+    let hidden = [
+        Some(config.repository.clone()),
+        config.location().ok().map(|l| l.redacted()),
+    ];
+    let mut notifier = Notifier::start(
+        &config.name,
+        notify,
+        hidden.into_iter().flatten().collect(),
+        shared.metrics.clone(),
+    );
     let interval = config.interval().unwrap_or(Duration::from_secs(300));
     let _span = tracing::info_span!("watch", repository = %escape(&config.name)).entered();
     let mut repo: Option<Repository> = None;
@@ -263,12 +282,14 @@ fn watch_one(config: &RepositoryConfig, warden: &Warden, shared: &Shared) {
             .get_or_create(&label)
             .observe(started.elapsed().as_secs_f64());
         let wait = match result {
-            Ok(()) => {
+            Ok(report) => {
+                notifier.after_check(&report, config.mode == Mode::Report);
                 retry = FIRST_RETRY;
                 interval
             }
             Err(e) => {
                 shared.metrics.check_errors.get_or_create(&label).inc();
+                notifier.after_failure(&e.to_string());
                 let wait = retry.min(interval);
                 tracing::error!(
                     "check failed, retrying in {}s: {}",
@@ -317,13 +338,13 @@ fn open<'a>(
     Ok(repo.insert(opened))
 }
 
-/// One check: judge, remove or report, update the metrics.
+/// One check: judge, remove or report, update the metrics; its report.
 fn check_once(
     config: &RepositoryConfig,
     warden: &Warden,
     shared: &Shared,
     repo: &mut Option<Repository>,
-) -> Result<(), CheckError> {
+) -> Result<Report, CheckError> {
     let repo = open(config, repo)?;
     let act = match config.mode {
         Mode::Unlock if repo.capabilities().remove => Act::Remove,
@@ -333,7 +354,7 @@ fn check_once(
     warden.emit_logs(&report.assessment);
     let not_removed = log_removals(&report);
     record(&shared.metrics, &config.name, &report, not_removed);
-    Ok(())
+    Ok(report)
 }
 
 /// Logs what became of each stale lock; returns how many are still there.

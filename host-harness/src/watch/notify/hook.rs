@@ -1,0 +1,68 @@
+//! The command sink: `sh -c COMMAND` run for each event, the event's JSON
+//! on its stdin, through [`crate::command`] (own process group, killed with
+//! it when late; output bounded and discarded). A non-zero exit is a failed
+//! delivery; it is not retried (a command that half-acted might act twice).
+
+use std::time::Duration;
+
+use crate::command::{CommandError, run_with_stdin, shell};
+use crate::limits;
+
+/// A hook command ready to run.
+pub struct HookSink {
+    command: String,
+    timeout: Duration,
+}
+
+impl HookSink {
+    /// Runs `command` for each event, for at most `timeout`.
+    pub fn new(command: String, timeout: Duration) -> HookSink {
+        HookSink { command, timeout }
+    }
+
+    /// Runs the command with `body` on stdin; the error says how it failed
+    /// (never the command line, which may hold a secret).
+    pub fn deliver(&self, body: &[u8]) -> Result<(), String> {
+        let output = run_with_stdin(
+            shell(&self.command),
+            body.to_vec(),
+            self.timeout,
+            limits::HOOK_OUTPUT,
+        )
+        .map_err(|e: CommandError| e.to_string())?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{}: {}", output.status, output.stderr_line()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_event_reaches_stdin_and_failures_say_why() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = dir.path().join("event.json");
+        let hook = HookSink::new(
+            format!("cat > '{}'", out.display()),
+            Duration::from_secs(10),
+        );
+        hook.deliver(br#"{"event":"recovered"}"#).expect("runs");
+        assert_eq!(
+            std::fs::read(&out).expect("written"),
+            br#"{"event":"recovered"}"#
+        );
+        let failing = HookSink::new("echo nope >&2; exit 3".into(), Duration::from_secs(10));
+        let err = failing.deliver(b"{}").expect_err("exit 3");
+        assert!(
+            err.contains("exit status: 3") && err.contains("nope"),
+            "{err}"
+        );
+        let hung = HookSink::new("sleep 1000".into(), Duration::from_millis(200));
+        let err = hung.deliver(b"{}").expect_err("killed");
+        assert!(err.contains("timed out"), "{err}");
+    }
+}
