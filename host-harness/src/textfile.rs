@@ -35,16 +35,35 @@ pub struct TextfileError {
     pub cause: String,
 }
 
-/// The file name for the repository at `redacted_location` (its location
-/// with any password replaced): `lockwarden_<12 hex>.prom`.
-pub fn file_name(redacted_location: &str) -> String {
-    let digest = Sha256::digest(redacted_location.as_bytes());
-    format!("lockwarden_{}.prom", &hex::encode(digest)[..12])
+/// The key of the repository at `redacted_location` (its location with any
+/// password replaced): 12 hex digits of its hash, the same whether the check
+/// succeeds or fails. A local path is made absolute and canonical first, so
+/// `repo` and `/srv/repo` are one repository.
+pub fn key(redacted_location: &str) -> String {
+    let canonical = match crate::repo::backend::scheme_of(redacted_location).name {
+        "local" => {
+            let path = redacted_location
+                .strip_prefix("local:")
+                .unwrap_or(redacted_location);
+            std::fs::canonicalize(path)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| redacted_location.to_owned())
+        }
+        _ => redacted_location.to_owned(),
+    };
+    hex::encode(Sha256::digest(canonical.as_bytes()))[..12].to_owned()
 }
 
-/// The metrics of a check that ended at `now` (ns): with its report, or
-/// none when it failed.
-pub fn render(report: Option<&Report>, now: i64) -> String {
+/// The file a repository of key `key` writes: `lockwarden_<key>.prom`.
+pub fn file_name(key: &str) -> String {
+    format!("lockwarden_{key}.prom")
+}
+
+/// The metrics of a check of the repository `key` that ended at `now` (ns):
+/// with its report, or none when it failed. Every sample carries the `key`
+/// label, so the files of several repositories in one directory never
+/// repeat a series (node-exporter refuses duplicates).
+pub fn render(key: &str, report: Option<&Report>, now: i64) -> String {
     let mut out = String::new();
     let mut metric = |name: &str, help: &str, samples: &[(String, String)]| {
         out += &format!("# HELP lockwarden_{name} {help}\n# TYPE lockwarden_{name} gauge\n");
@@ -53,22 +72,24 @@ pub fn render(report: Option<&Report>, now: i64) -> String {
         }
     };
     let seconds = |nanos: i64| format!("{}", nanos as f64 / 1e9);
+    let key = label_value(key);
+    let keyed = format!("{{key=\"{key}\"}}");
     metric(
         "check_success",
         "1 if the last check succeeded, else 0",
-        &[(String::new(), u8::from(report.is_some()).to_string())],
+        &[(keyed.clone(), u8::from(report.is_some()).to_string())],
     );
     metric(
         "last_check_timestamp_seconds",
         "Unix time of the last check, successful or not",
-        &[(String::new(), seconds(now))],
+        &[(keyed, seconds(now))],
     );
     let Some(report) = report else {
         return out;
     };
     let a = &report.assessment;
     let id = label_value(&report.repository.id);
-    let labels = format!("{{repository_id=\"{id}\"}}");
+    let labels = format!("{{key=\"{key}\",repository_id=\"{id}\"}}");
     let count = |n: usize| n.to_string();
     let kinds: Vec<(String, String)> = [("exclusive", true), ("shared", false)]
         .iter()
@@ -80,7 +101,7 @@ pub fn render(report: Option<&Report>, now: i64) -> String {
                 .filter(|(l, _)| l.exclusive == *exclusive)
                 .count();
             (
-                format!("{{repository_id=\"{id}\",kind=\"{kind}\"}}"),
+                format!("{{key=\"{key}\",repository_id=\"{id}\",kind=\"{kind}\"}}"),
                 count(n),
             )
         })
@@ -210,16 +231,16 @@ mod tests {
 
     #[test]
     fn the_format_and_its_escaping() {
-        let text = render(Some(&report("c0ffee")), 1_500_000_000);
+        let text = render("k1", Some(&report("c0ffee")), 1_500_000_000);
         for line in [
             "# TYPE lockwarden_check_success gauge",
-            "lockwarden_check_success 1",
-            "lockwarden_last_check_timestamp_seconds 1.5",
-            r#"lockwarden_locks{repository_id="c0ffee",kind="exclusive"} 1"#,
-            r#"lockwarden_locks{repository_id="c0ffee",kind="shared"} 1"#,
-            r#"lockwarden_stale_locks_not_removed{repository_id="c0ffee"} 1"#,
-            r#"lockwarden_unreadable_locks{repository_id="c0ffee"} 0"#,
-            r#"lockwarden_oldest_lock_age_seconds{repository_id="c0ffee"} 90"#,
+            r#"lockwarden_check_success{key="k1"} 1"#,
+            r#"lockwarden_last_check_timestamp_seconds{key="k1"} 1.5"#,
+            r#"lockwarden_locks{key="k1",repository_id="c0ffee",kind="exclusive"} 1"#,
+            r#"lockwarden_locks{key="k1",repository_id="c0ffee",kind="shared"} 1"#,
+            r#"lockwarden_stale_locks_not_removed{key="k1",repository_id="c0ffee"} 1"#,
+            r#"lockwarden_unreadable_locks{key="k1",repository_id="c0ffee"} 0"#,
+            r#"lockwarden_oldest_lock_age_seconds{key="k1",repository_id="c0ffee"} 90"#,
         ] {
             assert!(
                 text.lines().any(|l| l == line),
@@ -227,17 +248,20 @@ mod tests {
             );
         }
         assert!(!text.contains("SECRET"), "{text}");
-        let odd = render(Some(&report("a\"b\\c\nd")), 0);
-        assert!(odd.contains(r#"{repository_id="a\"b\\c\nd"}"#), "{odd}");
-        let failed = render(None, 2_000_000_000);
-        assert!(failed.contains("lockwarden_check_success 0\n"), "{failed}");
+        let odd = render("k1", Some(&report("a\"b\\c\nd")), 0);
+        assert!(odd.contains(r#",repository_id="a\"b\\c\nd"}"#), "{odd}");
+        let failed = render("k1", None, 2_000_000_000);
+        assert!(
+            failed.contains("lockwarden_check_success{key=\"k1\"} 0\n"),
+            "{failed}"
+        );
         assert!(!failed.contains("repository_id"), "{failed}");
     }
 
     #[test]
     fn writes_atomically_and_refuses_what_is_not_a_regular_file() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let name = file_name("/srv/restic");
+        let name = file_name(&key("/srv/restic"));
         assert!(name.starts_with("lockwarden_") && name.ends_with(".prom") && name.len() == 28);
         let path = write(dir.path(), &name, "one\n").expect("written");
         write(dir.path(), &name, "two\n").expect("replaced");

@@ -491,3 +491,25 @@ fn unreadable_locks_read_through_restic_are_kept_with_bounded_relisting() {
         damaged.len()
     );
 }
+
+/// The HTTP stacks' trace output dumps request headers: whatever
+/// LOCKWARDEN_LOG asks, the basic-auth credentials never reach the log.
+#[test]
+fn trace_logging_shows_no_credentials() {
+    use base64::Engine as _;
+    let root = tempfile::tempdir().expect("temp dir");
+    let server = RestServer::start(root.path());
+    let repo = server.init_repo("traced");
+    let out = finish(repo.lockwarden("check").env("LOCKWARDEN_LOG", "trace"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let basic = base64::engine::general_purpose::STANDARD
+        .encode(format!("{}:{REST_PASS}", lockwarden_tests::restic::REST_USER));
+    for secret in [REST_PASS, basic.as_str()] {
+        assert!(
+            !out.stderr.contains(secret),
+            "{secret} in the trace log: {}",
+            out.stderr
+        );
+    }
+    assert!(out.stderr.contains("TRACE"), "trace logging is on");
+}

@@ -44,6 +44,14 @@ fn assert_lines(text: &str, lines: &[&str]) {
     }
 }
 
+/// The `key` label of the file `file` (`lockwarden_<key>.prom`).
+fn key_of(file: &Path) -> String {
+    let name = file.file_name().and_then(|n| n.to_str()).expect("a name");
+    name.trim_start_matches("lockwarden_")
+        .trim_end_matches(".prom")
+        .to_owned()
+}
+
 fn repository_id(repo: &TestRepo) -> String {
     let (_, doc) = repo.check_json();
     doc["repository"]["id"].as_str().expect("an id").to_owned()
@@ -64,16 +72,17 @@ fn check_writes_the_textfile_and_replaces_it_atomically() {
     let out = check(&repo, dir.path(), &[]);
     assert_eq!(out.code, 3, "a stale lock: {out:?}");
     let file = only_file(dir.path());
+    let key = key_of(&file);
     let text = std::fs::read_to_string(&file).expect("read");
     assert_lines(
         &text,
         &[
             "# TYPE lockwarden_check_success gauge",
-            "lockwarden_check_success 1",
-            &format!(r#"lockwarden_locks{{repository_id="{id}",kind="exclusive"}} 1"#),
-            &format!(r#"lockwarden_locks{{repository_id="{id}",kind="shared"}} 0"#),
-            &format!(r#"lockwarden_stale_locks_not_removed{{repository_id="{id}"}} 1"#),
-            &format!(r#"lockwarden_unreadable_locks{{repository_id="{id}"}} 1"#),
+            &format!(r#"lockwarden_check_success{{key="{key}"}} 1"#),
+            &format!(r#"lockwarden_locks{{key="{key}",repository_id="{id}",kind="exclusive"}} 1"#),
+            &format!(r#"lockwarden_locks{{key="{key}",repository_id="{id}",kind="shared"}} 0"#),
+            &format!(r#"lockwarden_stale_locks_not_removed{{key="{key}",repository_id="{id}"}} 1"#),
+            &format!(r#"lockwarden_unreadable_locks{{key="{key}",repository_id="{id}"}} 1"#),
         ],
     );
     assert!(
@@ -90,7 +99,7 @@ fn check_writes_the_textfile_and_replaces_it_atomically() {
     assert_lines(
         &text,
         &[&format!(
-            r#"lockwarden_stale_locks_not_removed{{repository_id="{id}"}} 0"#
+            r#"lockwarden_stale_locks_not_removed{{key="{key}",repository_id="{id}"}} 0"#
         )],
     );
 }
@@ -106,9 +115,45 @@ fn a_failed_check_writes_check_success_0_to_the_same_file() {
     assert_eq!(out.code, 12, "wrong password: {out:?}");
     assert_eq!(only_file(dir.path()), file, "the same name, success or not");
     let text = std::fs::read_to_string(&file).expect("read");
-    assert_lines(&text, &["lockwarden_check_success 0"]);
+    let key = key_of(&file);
+    assert_lines(
+        &text,
+        &[&format!(r#"lockwarden_check_success{{key="{key}"}} 0"#)],
+    );
     assert!(!text.contains("repository_id"), "{text}");
     assert!(!text.contains("WRONG-SECRET"), "{text}");
+}
+
+#[test]
+fn two_repositories_share_a_directory_without_repeating_a_series() {
+    let (one, two) = (TestRepo::init_local(), TestRepo::init_local());
+    let dir = tempfile::tempdir().expect("temp dir");
+    assert_eq!(check(&one, dir.path(), &[]).code, 0);
+    // The same repository named by a relative path is the same file.
+    let parent = one.path.parent().expect("a parent");
+    let relative = finish_guarded(
+        lockwarden_tests::lockwarden(&one.dir.path().join("cache"))
+            .current_dir(parent)
+            .args(["check", "-r", "repo", "-p"])
+            .arg(one.password_file())
+            .arg("--textfile")
+            .arg(dir.path()),
+    );
+    assert_eq!(relative.code, 0, "{relative:?}");
+    assert_eq!(check(&two, dir.path(), &[]).code, 0);
+    let mut series = std::collections::BTreeSet::new();
+    let files: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read");
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name_and_labels = line.rsplit_once(' ').expect("a sample").0.to_owned();
+            assert!(series.insert(name_and_labels), "{line} twice");
+        }
+    }
 }
 
 #[test]
@@ -164,7 +209,7 @@ fn the_textfile_holds_no_credential() {
     let out = check(&repo, dir.path(), &[]);
     assert_eq!(out.code, 0, "{out:?}");
     let text = std::fs::read_to_string(only_file(dir.path())).expect("read");
-    assert_lines(&text, &["lockwarden_check_success 1"]);
+    assert!(text.contains("lockwarden_check_success{key="), "{text}");
     for secret in [REST_PASS, PASSWORD, "rest:", rest.addr()] {
         assert!(!text.contains(secret), "{secret} in\n{text}");
     }

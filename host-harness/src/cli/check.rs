@@ -65,8 +65,9 @@ fn write_textfile<T>(
 ) -> anyhow::Result<()> {
     let location = args.judge.repo.location()?.redacted();
     let now = report.map_or_else(lockwarden::time::now, |r| r.assessment.now);
-    let content = textfile::render(report, now);
-    match textfile::write(dir, &textfile::file_name(&location), &content) {
+    let key = textfile::key(&location);
+    let content = textfile::render(&key, report, now);
+    match textfile::write(dir, &textfile::file_name(&key), &content) {
         Ok(path) => {
             tracing::info!(
                 "wrote {}",

@@ -108,6 +108,17 @@ enum LogFormat {
     Json,
 }
 
+/// Crates whose debug and trace output can hold secrets.
+const HTTP_CRATES: [&str; 7] = [
+    "ureq",
+    "ureq_proto",
+    "hyper",
+    "hyper_util",
+    "h2",
+    "reqwest",
+    "rustls",
+];
+
 /// Sends `tracing` output to stderr. `LOCKWARDEN_LOG` (e.g. `debug`)
 /// overrides the level.
 fn init_logging(format: LogFormat, long_running: bool) {
@@ -117,8 +128,15 @@ fn init_logging(format: LogFormat, long_running: bool) {
     } else {
         "warn,lockwarden=info"
     };
-    let filter =
+    let mut filter =
         EnvFilter::try_from_env("LOCKWARDEN_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    // The HTTP stacks' own trace and debug lines show URLs and dump headers
+    // (credentials, tokens): capped, whatever LOCKWARDEN_LOG asks.
+    for quiet in HTTP_CRATES {
+        if let Ok(directive) = format!("{quiet}=warn").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

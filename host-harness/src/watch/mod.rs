@@ -248,6 +248,19 @@ enum CheckError {
     Job(#[from] WardenError),
 }
 
+impl CheckError {
+    /// The error as notifications tell it: a password command's output
+    /// (which may quote a token) stays in lockwarden's own log.
+    fn for_notification(&self) -> String {
+        match self {
+            CheckError::Password(PasswordError::Command(_)) => {
+                "the password command failed (its output is in lockwarden's log)".into()
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
 /// The loop of one repository.
 fn watch_one(config: &RepositoryConfig, warden: &Warden, shared: &Shared, notify: NotifySettings) {
     let label = Repo {
@@ -289,7 +302,7 @@ fn watch_one(config: &RepositoryConfig, warden: &Warden, shared: &Shared, notify
             }
             Err(e) => {
                 shared.metrics.check_errors.get_or_create(&label).inc();
-                notifier.after_failure(&e.to_string());
+                notifier.after_failure(&e.for_notification());
                 let wait = retry.min(interval);
                 tracing::error!(
                     "check failed, retrying in {}s: {}",

@@ -135,6 +135,10 @@ pub enum KeptBecause {
 pub struct Event {
     /// Always [`SCHEMA`].
     pub schema: &'static str,
+    /// This event's own id (32 hex digits), the same in every attempt to
+    /// deliver it: a receiver that got it twice (its answer was lost, so
+    /// the webhook tried again) can tell.
+    pub id: String,
     /// What happened.
     pub event: EventKind,
     /// When lockwarden saw it (RFC 3339, UTC).
@@ -181,6 +185,7 @@ impl Event {
     pub fn new(kind: EventKind, now: i64, repository: &RepositoryRef) -> Event {
         Event {
             schema: SCHEMA,
+            id: event_id(),
             event: kind,
             time: format_rfc3339(now),
             repository: repository.clone(),
@@ -256,6 +261,14 @@ fn file_ref(file: &UnreadableLock) -> FileRef {
     }
 }
 
+/// A fresh event id: 16 random bytes as hex (from a counter and the time
+/// should the system have no random numbers).
+fn event_id() -> String {
+    let bytes = crate::repo::crypto::random_bytes::<16>()
+        .unwrap_or_else(|_| crate::repo::crypto::unique_bytes::<16>());
+    hex::encode(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,10 +303,19 @@ mod tests {
         event.held_since = Some(format_rfc3339(lock.time));
         event.message = "held".into();
         let json: serde_json::Value = serde_json::from_slice(&event.to_json()).expect("valid JSON");
+        assert!(
+            json["id"].as_str().is_some_and(|id| id.len() == 32),
+            "{json}"
+        );
+        assert_ne!(
+            json["id"],
+            Event::new(EventKind::Recovered, 0, &event.repository).id
+        );
         assert_eq!(
             json,
             serde_json::json!({
                 "schema": "lockwarden.event.v1",
+                "id": json["id"],
                 "event": "lock_held_long",
                 "time": "2026-11-30T14:00:00Z",
                 "repository": {"name": "demo", "id": "c0ffee", "backend": "local"},

@@ -23,19 +23,29 @@ impl HookSink {
     /// Runs the command with `body` on stdin; the error says how it failed
     /// (never the command line, which may hold a secret).
     pub fn deliver(&self, body: &[u8]) -> Result<(), String> {
-        let output = run_with_stdin(
-            shell(&self.command),
-            body.to_vec(),
-            self.timeout,
-            limits::HOOK_OUTPUT,
-        )
-        .map_err(|e: CommandError| e.to_string())?;
+        let mut command = shell(&self.command);
+        // Only what a program needs to run: lockwarden's environment holds
+        // every repository's secrets (passwords, storage keys).
+        command
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(name, _)| passed_on(&name.to_string_lossy())));
+        let output = run_with_stdin(command, body.to_vec(), self.timeout, limits::HOOK_OUTPUT)
+            .map_err(|e: CommandError| e.to_string())?;
         if output.status.success() {
             Ok(())
         } else {
             Err(format!("{}: {}", output.status, output.stderr_line()))
         }
     }
+}
+
+/// Whether the variable `name` reaches the hook command: the locale, the
+/// time zone, and where programs and temporary files are.
+fn passed_on(name: &str) -> bool {
+    matches!(
+        name,
+        "PATH" | "HOME" | "LANG" | "TZ" | "TMPDIR" | "USER" | "LOGNAME"
+    ) || name.starts_with("LC_")
 }
 
 #[cfg(test)]
@@ -61,6 +71,18 @@ mod tests {
             err.contains("exit status: 3") && err.contains("nope"),
             "{err}"
         );
+        // No secret of lockwarden's environment reaches the command.
+        let env = dir.path().join("env");
+        let hook = HookSink::new(
+            format!("env > '{}'", env.display()),
+            Duration::from_secs(10),
+        );
+        hook.deliver(b"{}").expect("runs");
+        let seen = std::fs::read_to_string(&env).expect("written");
+        assert!(seen.contains("PATH="), "{seen}");
+        // cargo runs tests with CARGO_MANIFEST_DIR set.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        assert!(!seen.contains("CARGO_MANIFEST_DIR="), "{seen}");
         let hung = HookSink::new("sleep 1000".into(), Duration::from_millis(200));
         let err = hung.deliver(b"{}").expect_err("killed");
         assert!(err.contains("timed out"), "{err}");

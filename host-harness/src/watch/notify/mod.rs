@@ -21,7 +21,7 @@ pub mod tracker;
 pub mod webhook;
 
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use event::Event;
 use hook::HookSink;
@@ -92,6 +92,7 @@ impl Notifier {
     }
 
     fn dispatch(&self, events: Vec<Event>) {
+        let mut dropped = 0u64;
         for mut event in events {
             self.scrub(&mut event);
             log(&event);
@@ -99,28 +100,28 @@ impl Notifier {
             if !self.settings.events.contains(&event.event) {
                 continue;
             }
-            let kind = event.event.name();
-            if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
-                queue.try_send(event)
-            {
-                self.metrics
-                    .notifications_dropped
-                    .get_or_create(&Repo {
-                        repository: self.name.clone(),
-                    })
-                    .inc();
-                tracing::warn!(
-                    event = kind,
-                    "notification dropped: {} are still waiting to be sent",
-                    limits::NOTIFY_QUEUE
-                );
+            if queue.try_send(event).is_err() {
+                dropped += 1;
             }
+        }
+        if dropped > 0 {
+            // Once per check, however many: junk files by the thousand must
+            // not flood the log.
+            self.metrics
+                .notifications_dropped
+                .get_or_create(&Repo {
+                    repository: self.name.clone(),
+                })
+                .inc_by(dropped);
+            tracing::warn!(
+                "{dropped} notifications dropped: {} are still waiting to be sent",
+                limits::NOTIFY_QUEUE
+            );
         }
     }
 
-    /// Replaces every hidden text in what came from errors and the policy.
     fn scrub(&self, event: &mut Event) {
-        let instead = format!("repository `{}`", self.name);
+        let instead = format!("`{}`", self.name);
         let clean = |text: &mut String| {
             for hidden in &self.hidden {
                 if text.contains(hidden.as_str()) {
@@ -202,7 +203,7 @@ fn send_all(queue: &Receiver<Event>, sinks: &Sinks, metrics: &Metrics, name: &st
                 .inc();
         };
         if let Some(webhook) = &sinks.webhook {
-            let result = webhook.deliver(&body);
+            let result = webhook.deliver(&event.id, &body);
             count("webhook", result.is_ok());
             if let Err(why) = result {
                 tracing::warn!(

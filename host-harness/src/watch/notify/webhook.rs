@@ -56,13 +56,14 @@ impl WebhookSink {
         &self.hook.shown
     }
 
-    /// POSTs `body`, retrying as configured; the error says why the last
-    /// attempt failed.
-    pub fn deliver(&self, body: &[u8]) -> Result<(), String> {
+    /// POSTs `body` (the event `id`, sent as `Idempotency-Key` in every
+    /// attempt), retrying as configured; the error says why the last attempt
+    /// failed.
+    pub fn deliver(&self, id: &str, body: &[u8]) -> Result<(), String> {
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 0;
         loop {
-            match self.attempt(body) {
+            match self.attempt(id, body) {
                 Attempt::Delivered => return Ok(()),
                 Attempt::Fail(why) => return Err(why),
                 Attempt::Retry(why) if attempt >= self.retries => {
@@ -82,11 +83,12 @@ impl WebhookSink {
         }
     }
 
-    fn attempt(&self, body: &[u8]) -> Attempt {
+    fn attempt(&self, id: &str, body: &[u8]) -> Attempt {
         let mut request = self
             .agent
             .post(&self.hook.url)
-            .header("Content-Type", "application/json");
+            .header("Content-Type", "application/json")
+            .header("Idempotency-Key", id);
         if let Some(file) = &self.hook.token_file {
             // Read at each attempt, so a rotated secret is used at once.
             match read_token(file) {
@@ -186,7 +188,7 @@ mod tests {
         std::fs::write(&token, "tok-1\n").expect("write");
         let (url, server) = server(vec![503, 429, 204]);
         let sink = WebhookSink::new(hook(url, Some(token)), Duration::from_secs(10), 3);
-        sink.deliver(br#"{"event":"x"}"#)
+        sink.deliver("e1", br#"{"event":"x"}"#)
             .expect("delivered on the third attempt");
         let seen = server.join().expect("server");
         assert_eq!(seen.len(), 3);
@@ -205,12 +207,12 @@ mod tests {
     fn a_4xx_is_not_retried_and_errors_hide_the_path() {
         let (url, first) = server(vec![400]);
         let sink = WebhookSink::new(hook(url, None), Duration::from_secs(10), 3);
-        let err = sink.deliver(b"{}").expect_err("400");
+        let err = sink.deliver("e1", b"{}").expect_err("400");
         assert_eq!(err, "answered HTTP 400");
         assert_eq!(first.join().expect("server").len(), 1);
         let (url, server) = server(vec![500, 500]);
         let sink = WebhookSink::new(hook(url, None), Duration::from_secs(10), 1);
-        let err = sink.deliver(b"{}").expect_err("500");
+        let err = sink.deliver("e1", b"{}").expect_err("500");
         assert_eq!(err, "answered HTTP 500 (after 2 attempts)");
         assert_eq!(server.join().expect("server").len(), 2);
         assert!(!err.contains("SECRET"));
