@@ -122,13 +122,7 @@ pub fn render(key: &str, report: Option<&Report>, now: i64) -> String {
         "Lock files that cannot be read",
         &[(labels.clone(), count(a.verdicts.unreadable.len()))],
     );
-    let oldest = a
-        .verdicts
-        .locks
-        .iter()
-        .map(|(l, _)| a.now.saturating_sub(l.time))
-        .max()
-        .unwrap_or(0);
+    let oldest = a.oldest_lock_age();
     metric(
         "oldest_lock_age_seconds",
         "Age of the oldest lock by its own time",

@@ -71,6 +71,18 @@ pub struct Assessment {
     pub shadow: Option<ShadowJudgement>,
 }
 
+impl Assessment {
+    /// The age of the oldest lock by its own time (ns; 0 without locks).
+    pub fn oldest_lock_age(&self) -> i64 {
+        self.verdicts
+            .locks
+            .iter()
+            .map(|(l, _)| self.now.saturating_sub(l.time))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 /// What happened to one lock judged stale.
 #[derive(Debug)]
 pub struct RemovalResult {

@@ -502,8 +502,10 @@ fn trace_logging_shows_no_credentials() {
     let repo = server.init_repo("traced");
     let out = finish(repo.lockwarden("check").env("LOCKWARDEN_LOG", "trace"));
     assert_eq!(out.code, 0, "{out:?}");
-    let basic = base64::engine::general_purpose::STANDARD
-        .encode(format!("{}:{REST_PASS}", lockwarden_tests::restic::REST_USER));
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+        "{}:{REST_PASS}",
+        lockwarden_tests::restic::REST_USER
+    ));
     for secret in [REST_PASS, basic.as_str()] {
         assert!(
             !out.stderr.contains(secret),

@@ -1,12 +1,12 @@
-//! What `run` and `hold` share about the command they run: SIGINT and
-//! SIGTERM passed on to it, stopping it with everything it started, and its
-//! exit status as an exit code.
+//! What `run` and `hold` share about the command they run: `--retry-lock`'s
+//! schedule, SIGINT and SIGTERM passed on to it, stopping it with everything
+//! it started, and its exit status as an exit code.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use lockwarden::evidence::{ProcessId, process_tree};
@@ -16,6 +16,35 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::low_level::siginfo::Cause;
+
+/// `--retry-lock`'s schedule: restic's backoff, 5 s doubling to 60 s, until
+/// the time given runs out.
+pub struct RetryLock {
+    deadline: Instant,
+    backoff: Duration,
+}
+
+impl RetryLock {
+    /// Retries for at most `limit` from now.
+    pub fn new(limit: Duration) -> RetryLock {
+        RetryLock {
+            deadline: Instant::now() + limit,
+            backoff: Duration::from_secs(5),
+        }
+    }
+
+    /// How long to wait before the next try, and how much time is left;
+    /// `None` once the time ran out.
+    pub fn next(&mut self) -> Option<(Duration, Duration)> {
+        let left = self.deadline.checked_duration_since(Instant::now())?;
+        if left.is_zero() {
+            return None;
+        }
+        let wait = self.backoff.min(left);
+        self.backoff = (self.backoff * 2).min(Duration::from_secs(60));
+        Some((wait, left))
+    }
+}
 
 /// The pid of the command running now (0: none).
 pub type ChildPid = Arc<AtomicI32>;
@@ -131,5 +160,23 @@ pub fn exit_code(status: ExitStatus) -> u8 {
         (Some(code), _) => u8::try_from(code).unwrap_or(1),
         (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
         (None, None) => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_lock_backs_off_as_restic_does_until_the_time_runs_out() {
+        assert!(RetryLock::new(Duration::ZERO).next().is_none());
+        let mut retry = RetryLock::new(Duration::from_secs(600));
+        let waits: Vec<u64> = (0..6)
+            .map(|_| retry.next().expect("time left").0.as_secs())
+            .collect();
+        assert_eq!(waits, [5, 10, 20, 40, 60, 60]);
+        let mut short = RetryLock::new(Duration::from_secs(3));
+        let (wait, left) = short.next().expect("time left");
+        assert!(wait <= left && left <= Duration::from_secs(3));
     }
 }

@@ -12,11 +12,8 @@
 use std::ffi::OsString;
 use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::child::{ChildPid, Interrupt, exit_code, forward_signals, spawn_tracked, stop_tree};
-use super::code;
-use super::judge::JudgeArgs;
 use anyhow::Context;
 use clap::Args;
 use lockwarden::hold::{HoldError, Holder, REFRESH_INTERVAL};
@@ -24,13 +21,15 @@ use lockwarden::repo::lockfile::short;
 use lockwarden::text::escape;
 use lockwarden::watch::Stop;
 
+use super::child::{
+    ChildPid, Interrupt, RetryLock, exit_code, forward_signals, spawn_tracked, stop_tree,
+};
+use super::code;
+use super::judge::JudgeArgs;
+
 /// How long a command stopped for a lost lock has between SIGTERM and
 /// SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(10);
-
-/// restic's `--retry-lock` backoff: 5 s doubling to 60 s.
-const FIRST_BACKOFF: Duration = Duration::from_secs(5);
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// The shortest refresh interval: more often only loads the storage.
 const MIN_REFRESH: Duration = Duration::from_secs(1);
@@ -81,13 +80,12 @@ pub fn run(args: &HoldArgs) -> anyhow::Result<ExitCode> {
     let child_pid = ChildPid::default();
     let interrupted = forward_signals(child_pid.clone())?;
     let kind = if args.exclusive {
-        "exclusive"
+        "an exclusive"
     } else {
-        "shared"
+        "a shared"
     };
 
-    let deadline = Instant::now() + args.retry_lock;
-    let mut backoff = FIRST_BACKOFF;
+    let mut retry = RetryLock::new(args.retry_lock);
     let holder = loop {
         judge.clean();
         let blocked = match Holder::take(&judge.repo, args.exclusive) {
@@ -98,17 +96,15 @@ pub fn run(args: &HoldArgs) -> anyhow::Result<ExitCode> {
         if let Some(code) = interrupted.exit_code() {
             return Ok(ExitCode::from(code));
         }
-        let now = Instant::now();
-        if now >= deadline {
+        let Some((wait, left)) = retry.next() else {
             tracing::error!("cannot take {kind} lock: the repository is already locked {blocked}");
             return Ok(ExitCode::from(code::LOCKED));
-        }
-        let wait = backoff.min(deadline - now);
+        };
         tracing::warn!(
             "the repository is already locked {blocked}; judging again in {}s ({}s left of \
              --retry-lock)",
             wait.as_secs(),
-            (deadline - now).as_secs()
+            left.as_secs()
         );
         if interrupted.stop.sleep(wait) {
             tracing::warn!("interrupted while waiting for the lock; nothing ran");
@@ -116,7 +112,6 @@ pub fn run(args: &HoldArgs) -> anyhow::Result<ExitCode> {
                 interrupted.exit_code().unwrap_or(code::LOCKED),
             ));
         }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
     };
     if let Some(code) = interrupted.exit_code() {
         holder.release();

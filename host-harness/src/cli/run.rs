@@ -6,22 +6,19 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use lockwarden::evidence::OwnChildren;
 
-use super::child::{ChildPid, Interrupt, exit_code, forward_signals, spawn_tracked};
+use super::child::{ChildPid, Interrupt, RetryLock, exit_code, forward_signals, spawn_tracked};
 use super::judge::JudgeArgs;
 
 /// restic's message when a lock blocks it (0.9 to 0.19).
 const LOCKED: &str = "repository is already locked";
 /// restic's exit code when a lock blocks it (0.17 and later).
 const LOCKED_EXIT: u8 = 11;
-/// restic's `--retry-lock` backoff: 5 s doubling to 60 s.
-const FIRST_BACKOFF: Duration = Duration::from_secs(5);
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -45,8 +42,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let child_pid = ChildPid::default();
     let interrupted = forward_signals(child_pid.clone())?;
 
-    let deadline = Instant::now() + args.retry_lock;
-    let mut backoff = FIRST_BACKOFF;
+    let mut retry = RetryLock::new(args.retry_lock);
     judge.clean();
     loop {
         if let Some(code) = interrupted.exit_code() {
@@ -56,20 +52,20 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         command.args(&args.command[1..]);
         lockwarden::command::restic_env(&mut command, &repository, &password);
         let (code, locked) = run_once(command, &children, &child_pid, &interrupted)?;
-        let now = Instant::now();
-        if code == 0 || !locked || now >= deadline || interrupted.stop.is_stopped() {
+        if code == 0 || !locked || interrupted.stop.is_stopped() {
             return Ok(ExitCode::from(code));
         }
-        let wait = backoff.min(deadline - now);
+        let Some((wait, left)) = retry.next() else {
+            return Ok(ExitCode::from(code));
+        };
         tracing::warn!(
             "restic is blocked by a lock; judging again in {}s ({}s left of --retry-lock)",
             wait.as_secs(),
-            (deadline - now).as_secs()
+            left.as_secs()
         );
         if interrupted.stop.sleep(wait) {
             return Ok(ExitCode::from(code));
         }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
         judge.clean();
     }
 }

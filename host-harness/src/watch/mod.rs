@@ -423,13 +423,7 @@ fn record(m: &Metrics, name: &str, report: &Report, not_removed: i64) {
             })
             .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
-    let oldest = a
-        .verdicts
-        .locks
-        .iter()
-        .map(|(l, _)| a.now.saturating_sub(l.time))
-        .max()
-        .unwrap_or(0);
+    let oldest = a.oldest_lock_age();
     m.oldest_lock_age
         .get_or_create(&label)
         .set(oldest as f64 / 1e9);
