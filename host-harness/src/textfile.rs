@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 
 use crate::contract::Action;
 use crate::warden::Report;
+use crate::watch::metrics::help;
 
 /// Why the textfile was not written.
 #[derive(Debug, thiserror::Error)]
@@ -106,7 +107,7 @@ pub fn render(key: &str, report: Option<&Report>, now: i64) -> String {
             )
         })
         .collect();
-    metric("locks", "Lock files present, by kind", &kinds);
+    metric("locks", help::LOCKS, &kinds);
     let stale = a
         .verdicts
         .all()
@@ -119,13 +120,13 @@ pub fn render(key: &str, report: Option<&Report>, now: i64) -> String {
     );
     metric(
         "unreadable_locks",
-        "Lock files that cannot be read",
+        help::UNREADABLE_LOCKS,
         &[(labels.clone(), count(a.verdicts.unreadable.len()))],
     );
     let oldest = a.oldest_lock_age();
     metric(
         "oldest_lock_age_seconds",
-        "Age of the oldest lock by its own time",
+        help::OLDEST_LOCK_AGE,
         &[(labels, seconds(oldest))],
     );
     out

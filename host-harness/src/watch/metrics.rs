@@ -9,6 +9,15 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+/// The help texts of the gauges `watch` and `check --textfile` share.
+pub mod help {
+    /// `lockwarden_locks`.
+    pub const LOCKS: &str = "Lock files present, by kind";
+    /// `lockwarden_oldest_lock_age_seconds`.
+    pub const OLDEST_LOCK_AGE: &str = "Age of the oldest lock by its own time";
+    /// `lockwarden_unreadable_locks`.
+    pub const UNREADABLE_LOCKS: &str = "Lock files that cannot be read";
+}
 /// Labels naming a repository (by its configured name, never its location).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Repo {
@@ -115,10 +124,10 @@ impl Metrics {
             notifications_sent: Family::default(),
             notifications_dropped: Family::default(),
         };
-        registry.register("locks", "Lock files present, by kind", m.locks.clone());
+        registry.register("locks", help::LOCKS, m.locks.clone());
         registry.register(
             "oldest_lock_age_seconds",
-            "Age of the oldest lock by its own time",
+            help::OLDEST_LOCK_AGE,
             m.oldest_lock_age.clone(),
         );
         registry.register(
@@ -133,7 +142,7 @@ impl Metrics {
         );
         registry.register(
             "unreadable_locks",
-            "Lock files that cannot be read",
+            help::UNREADABLE_LOCKS,
             m.unreadable.clone(),
         );
         registry.register("check_errors", "Checks that failed", m.check_errors.clone());

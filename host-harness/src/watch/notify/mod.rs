@@ -192,40 +192,35 @@ fn send_all(queue: &Receiver<Event>, sinks: &Sinks, metrics: &Metrics, name: &st
     while let Ok(event) = queue.recv() {
         let body = event.to_json();
         let kind = event.event.name();
-        let count = |sink: &str, ok: bool| {
+        // Counts what became of the event at `sink`, logging a failure.
+        let outcome = |sink: &str, failed: &str, result: Result<(), String>| {
             metrics
                 .notifications_sent
                 .get_or_create(&RepoSinkResult {
                     repository: name.to_owned(),
                     sink: sink.into(),
-                    result: if ok { "ok" } else { "failed" }.into(),
+                    result: if result.is_ok() { "ok" } else { "failed" }.into(),
                 })
                 .inc();
+            if let Err(why) = result {
+                tracing::warn!(
+                    repository = %escape(name),
+                    event = kind,
+                    "{failed}: {}",
+                    escape(&why)
+                );
+            }
         };
         if let Some(webhook) = &sinks.webhook {
-            let result = webhook.deliver(&event.id, &body);
-            count("webhook", result.is_ok());
-            if let Err(why) = result {
-                tracing::warn!(
-                    repository = %escape(name),
-                    event = kind,
-                    "webhook {}: not delivered: {}",
-                    webhook.shown(),
-                    escape(&why)
-                );
-            }
+            let failed = format!("webhook {}: not delivered", webhook.shown());
+            outcome("webhook", &failed, webhook.deliver(&event.id, &body));
         }
         if let Some(hook) = &sinks.hook {
-            let result = hook.deliver(&body);
-            count("command", result.is_ok());
-            if let Err(why) = result {
-                tracing::warn!(
-                    repository = %escape(name),
-                    event = kind,
-                    "notification command failed: {}",
-                    escape(&why)
-                );
-            }
+            outcome(
+                "command",
+                "notification command failed",
+                hook.deliver(&body),
+            );
         }
     }
 }
