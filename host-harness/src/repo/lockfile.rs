@@ -16,8 +16,7 @@ const MAX_LOCK_JSON: usize = 64 * 1024;
 /// A lock file's JSON. restic always writes `time`, `exclusive`, `hostname`,
 /// `username` and `pid`, so each is required: no other restic file (a
 /// snapshot has `time` and `hostname` too) passes for a lock. `uid`/`gid` are
-/// omitted by restic when 0; other unknown fields are ignored, except those
-/// that mark another kind of restic file.
+/// omitted by restic when 0; other unknown fields are ignored.
 #[derive(Debug, Deserialize)]
 struct LockJson {
     time: String,
@@ -29,6 +28,12 @@ struct LockJson {
     uid: u32,
     #[serde(default)]
     gid: u32,
+}
+
+/// The fields that mark another kind of restic file, read from any JSON
+/// object whatever else it holds.
+#[derive(Debug, Default, Deserialize)]
+struct Marks {
     #[serde(default)]
     tree: Option<IgnoredAny>,
     #[serde(default)]
@@ -38,22 +43,50 @@ struct LockJson {
     #[serde(default)]
     kdf: Option<IgnoredAny>,
     #[serde(default)]
+    salt: Option<IgnoredAny>,
+    #[serde(default)]
     chunker_polynomial: Option<IgnoredAny>,
 }
 
-impl LockJson {
-    /// The field that shows this is another restic file, if one does.
-    fn foreign_field(&self) -> Option<&'static str> {
-        [
-            ("tree", self.tree.is_some()),
-            ("paths", self.paths.is_some()),
-            ("packs", self.packs.is_some()),
-            ("kdf", self.kdf.is_some()),
-            ("chunker_polynomial", self.chunker_polynomial.is_some()),
-        ]
-        .into_iter()
-        .find_map(|(name, present)| present.then_some(name))
+impl Marks {
+    /// What other restic file JSON with these fields is, if it is one.
+    fn other_file(json: &[u8]) -> Option<&'static str> {
+        let marks: Marks = serde_json::from_slice(json).ok()?;
+        if marks.kdf.is_some() || marks.salt.is_some() {
+            Some("a restic key file")
+        } else if marks.tree.is_some() || marks.paths.is_some() {
+            Some("a restic snapshot")
+        } else if marks.packs.is_some() {
+            Some("a restic index file")
+        } else if marks.chunker_polynomial.is_some() {
+            Some("a restic config")
+        } else {
+            None
+        }
     }
+}
+
+/// Why a file under `locks/` is not a lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// It is another kind of restic file (named in a phrase, with where
+    /// restic keeps it): misplaced, not corrupt.
+    Misplaced(String),
+    /// It cannot be read as a lock: the problem in one phrase.
+    Unreadable(String),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Misplaced(what) | DecodeError::Unreadable(what) => f.write_str(what),
+        }
+    }
+}
+
+/// `what` found under `locks/`, as a [`DecodeError::Misplaced`] phrase.
+fn misplaced(what: &str) -> DecodeError {
+    DecodeError::Misplaced(format!("{what}, not a lock (misplaced, not corrupt)"))
 }
 
 /// True when `id` can name a restic file: 64 lowercase hex digits. Checked
@@ -68,22 +101,27 @@ pub fn short(id: &str) -> &str {
 }
 
 /// Decodes the stored bytes of lock `id`, or says in one phrase what is wrong
-/// with them.
-pub fn decode(id: &str, stored: &[u8], key: &Key) -> Result<Lock, String> {
+/// with them, or what other restic file they are (a key file is plain
+/// JSON; a snapshot, an index or the config decrypt with the master key).
+pub fn decode(id: &str, stored: &[u8], key: &Key) -> Result<Lock, DecodeError> {
+    let unreadable = DecodeError::Unreadable;
     if stored.is_empty() {
-        return Err("empty file".into());
+        return Err(unreadable("empty file".into()));
+    }
+    if let Some(what) = Marks::other_file(stored) {
+        return Err(misplaced(what));
     }
     let digest = hex::encode(Sha256::digest(stored));
     if digest != id {
-        return Err(format!(
+        return Err(unreadable(format!(
             "content does not match its name (SHA-256 is {}...), damaged or renamed",
             &digest[..8]
-        ));
+        )));
     }
     let plaintext = key
         .open(stored)
-        .map_err(|e| format!("cannot decrypt: {e}"))?;
-    let json = decompress(&plaintext)?;
+        .map_err(|e| unreadable(format!("cannot decrypt: {e}")))?;
+    let json = decompress(&plaintext).map_err(unreadable)?;
     parse(id, &json)
 }
 
@@ -169,13 +207,16 @@ fn decompress_zstd(mut frame: &[u8]) -> Result<Vec<u8>, String> {
 
 /// Parses decoded lock JSON, strictly: every field restic writes, no field
 /// of another restic file, names within [`limits::LOCK_NAME_FIELD`] bytes.
-pub fn parse(id: &str, json: &[u8]) -> Result<Lock, String> {
-    let lock: LockJson = serde_json::from_slice(json).map_err(|e| format!("not a lock: {e}"))?;
-    if let Some(field) = lock.foreign_field() {
-        return Err(format!(
-            "not a lock: it has a `{field}` field, as another kind of restic file does"
-        ));
+pub fn parse(id: &str, json: &[u8]) -> Result<Lock, DecodeError> {
+    if let Some(what) = Marks::other_file(json) {
+        return Err(misplaced(what));
     }
+    parse_lock(id, json).map_err(DecodeError::Unreadable)
+}
+
+/// [`parse`] of JSON that is no other restic file.
+fn parse_lock(id: &str, json: &[u8]) -> Result<Lock, String> {
+    let lock: LockJson = serde_json::from_slice(json).map_err(|e| format!("not a lock: {e}"))?;
     for (field, value) in [("hostname", &lock.hostname), ("username", &lock.username)] {
         if value.len() > limits::LOCK_NAME_FIELD {
             return Err(format!(
@@ -225,24 +266,43 @@ mod tests {
     fn other_restic_files_and_oversized_names_are_not_locks() {
         let id = "a".repeat(64);
         let snapshot = br#"{"time":"2020-01-02T03:04:05Z","tree":"ab","paths":["/d"],"hostname":"vm","username":"root","uid":0,"gid":0}"#;
-        assert!(
-            parse(&id, snapshot)
-                .expect_err("snapshot")
-                .contains("missing field")
-        );
+        let misplaced = |json: &[u8]| match parse(&id, json) {
+            Err(DecodeError::Misplaced(what)) => what,
+            other => panic!("not misplaced: {other:?}"),
+        };
+        assert!(misplaced(snapshot).starts_with("a restic snapshot"));
         let disguised = br#"{"time":"2020-01-02T03:04:05Z","exclusive":false,"hostname":"vm","username":"root","pid":1,"tree":"ab"}"#;
-        assert!(parse(&id, disguised).expect_err("tree").contains("`tree`"));
+        assert!(misplaced(disguised).starts_with("a restic snapshot"));
         let key = br#"{"created":"2020-01-02T03:04:05Z","username":"u","hostname":"h","kdf":"scrypt","N":32768,"r":8,"p":4,"salt":"","data":""}"#;
-        assert!(parse(&id, key).expect_err("key").starts_with("not a lock"));
+        assert!(misplaced(key).starts_with("a restic key file"));
+        assert!(misplaced(br#"{"packs":[],"supersedes":[]}"#).starts_with("a restic index"));
+        assert!(
+            misplaced(br#"{"version":2,"id":"x","chunker_polynomial":"y"}"#).contains("config")
+        );
+        // A key file is stored as plain JSON: misplaced before any hash or
+        // MAC check.
+        let key_id = hex::encode(Sha256::digest(key));
+        assert!(matches!(
+            decode(&key_id, key, &super::tests::key()),
+            Err(DecodeError::Misplaced(_))
+        ));
+        // Encrypted with the master key: an index or a snapshot decrypts.
+        let (index_id, index) = stored(br#"{"packs":[{"id":"ab","blobs":[]}]}"#);
+        assert!(matches!(
+            decode(&index_id, &index, &super::tests::key()),
+            Err(DecodeError::Misplaced(_))
+        ));
         let long = format!(
             r#"{{"time":"2020-01-02T03:04:05Z","exclusive":false,"hostname":"{}","username":"root","pid":1}}"#,
             "h".repeat(256)
         );
-        let err = parse(&id, long.as_bytes()).expect_err("long hostname");
+        let err = parse(&id, long.as_bytes())
+            .expect_err("long hostname")
+            .to_string();
         assert!(err.contains("hostname is 256 bytes"), "{err}");
         let time =
             br#"{"time":"\nremoved","exclusive":false,"hostname":"h","username":"u","pid":1}"#;
-        let err = parse(&id, time).expect_err("bad time");
+        let err = parse(&id, time).expect_err("bad time").to_string();
         assert!(!err.contains('\n'), "{err}");
     }
 
@@ -289,7 +349,9 @@ mod tests {
         let mut bomb = vec![2];
         bomb.extend(rle_bomb(1100)); // 137 MiB from 4.4 KB
         let (id, stored_bomb) = stored(&bomb);
-        let err = decode(&id, &stored_bomb, &key()).expect_err("refused");
+        let err = decode(&id, &stored_bomb, &key())
+            .expect_err("refused")
+            .to_string();
         assert!(err.contains("more than the 65536 bytes"), "{err}");
 
         let mut small = vec![2];
@@ -301,21 +363,29 @@ mod tests {
         let mut cut = vec![2];
         cut.extend(&frame[..frame.len() - 4]);
         let (id, stored_cut) = stored(&cut);
-        let err = decode(&id, &stored_cut, &key()).expect_err("refused");
+        let err = decode(&id, &stored_cut, &key())
+            .expect_err("refused")
+            .to_string();
         assert!(err.contains("cannot decompress"), "{err}");
 
         let mut two = vec![2];
         two.extend(&frame);
         two.extend(zstd::bulk::compress(b"garbage", 3).expect("compress"));
         let (id, stored_two) = stored(&two);
-        let err = decode(&id, &stored_two, &key()).expect_err("refused");
+        let err = decode(&id, &stored_two, &key())
+            .expect_err("refused")
+            .to_string();
         assert!(err.contains("follow the zstd frame"), "{err}");
     }
 
     #[test]
     fn names_every_problem() {
         let (id, raw) = stored(JSON);
-        let problem = |id: &str, bytes: &[u8]| decode(id, bytes, &key()).expect_err("must fail");
+        let problem = |id: &str, bytes: &[u8]| {
+            decode(id, bytes, &key())
+                .expect_err("must fail")
+                .to_string()
+        };
         assert_eq!(problem(&id, b""), "empty file");
         assert!(problem(&"0".repeat(64), &raw).contains("does not match its name"));
         let foreign = Key::new([5; 32], [6; 16], [7; 16]);

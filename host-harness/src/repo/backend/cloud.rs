@@ -15,8 +15,8 @@ use object_store::path::Path;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt as _, RetryConfig};
 
 use super::{
-    Backend, BackendError, Capabilities, FileInfo, Kind, Removal, Target, blocking,
-    checked_listing, checked_name,
+    Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Removal, Target, blocking,
+    checked_listing, checked_name, checked_read_name,
 };
 use crate::limits;
 use crate::repo::location::LocationError;
@@ -241,7 +241,7 @@ impl CloudBackend {
             let meta = meta?;
             seen += 1;
             if seen > RAW_LISTING_ENTRIES {
-                files.push(FileInfo::named(""));
+                files.push(FileInfo::file(""));
                 break;
             }
             // Only the directory's own files: restic nests nothing here.
@@ -251,11 +251,7 @@ impl CloudBackend {
             let (Some(name), None) = (rest.next(), rest.next()) else {
                 continue;
             };
-            files.push(FileInfo {
-                name: name.as_ref().to_owned(),
-                size: Some(meta.size),
-                modified: meta.last_modified.timestamp_nanos_opt(),
-            });
+            files.push(file_info(name.as_ref(), &meta));
         }
         Ok(files)
     }
@@ -286,6 +282,16 @@ impl CloudBackend {
         }
         self.store.delete(path).await?;
         Ok(Removal::Removed)
+    }
+}
+
+/// An object as a file of the repository (an object store holds nothing
+/// but objects).
+fn file_info(name: &str, meta: &object_store::ObjectMeta) -> FileInfo {
+    FileInfo {
+        size: Some(meta.size),
+        modified: meta.last_modified.timestamp_nanos_opt(),
+        ..FileInfo::file(name)
     }
 }
 
@@ -401,12 +407,28 @@ impl Backend for CloudBackend {
     }
 
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
-        let file = checked_name(kind, name)?;
+        let file = checked_read_name(kind, name)?;
         let limit = kind.limit();
         match self.run("reading", &file, self.read_async(&self.path(&file), limit))? {
             Read::Bytes(bytes) => Ok(bytes),
             Read::TooLarge(size) => Err(BackendError::TooLarge { size, limit }),
         }
+    }
+
+    fn stat(&self, kind: Kind, name: &str) -> Result<Option<FileInfo>, BackendError> {
+        let file = checked_name(kind, name)?;
+        let path = self.path(&file);
+        self.run("looking at", &file, async {
+            match self.store.head(&path).await {
+                Ok(meta) => Ok(Some(file_info(name, &meta))),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    fn dir_kind(&self, _kind: Kind) -> Result<Option<EntryKind>, BackendError> {
+        Ok(Some(EntryKind::Unknown))
     }
 
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {

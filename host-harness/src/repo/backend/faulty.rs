@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{Backend, BackendError, Capabilities, FileInfo, Kind, Removal};
+use super::{Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Removal};
 
 /// An operation of [`Backend`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +18,8 @@ pub enum Operation {
     Remove,
     /// [`Backend::write_lock`].
     Write,
+    /// [`Backend::stat`] and [`Backend::dir_kind`].
+    Stat,
 }
 
 /// One injected failure.
@@ -71,7 +73,7 @@ pub struct FaultyBackend<B> {
     inner: B,
     faults: Mutex<Vec<Fault>>,
     /// Calls so far, by [`Operation`].
-    calls: [AtomicUsize; 4],
+    calls: [AtomicUsize; 5],
 }
 
 impl<B: Backend> FaultyBackend<B> {
@@ -153,6 +155,16 @@ impl<B: Backend> Backend for FaultyBackend<B> {
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
         self.injected(Operation::Read, kind, Some(name))?;
         self.inner.read(kind, name)
+    }
+
+    fn stat(&self, kind: Kind, name: &str) -> Result<Option<FileInfo>, BackendError> {
+        self.injected(Operation::Stat, kind, Some(name))?;
+        self.inner.stat(kind, name)
+    }
+
+    fn dir_kind(&self, kind: Kind) -> Result<Option<EntryKind>, BackendError> {
+        self.injected(Operation::Stat, kind, None)?;
+        self.inner.dir_kind(kind)
     }
 
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {

@@ -20,8 +20,8 @@ use rustix::fs::{
 use rustix::io::Errno;
 
 use super::{
-    Backend, BackendError, Capabilities, FileInfo, Kind, Removal, Scheme, Target, checked_listing,
-    checked_name,
+    Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Removal, Scheme, Target,
+    checked_listing, checked_name, checked_read_name,
 };
 use crate::files::{ReadError, check_regular, read_open_file};
 use crate::repo::location::LocationError;
@@ -78,7 +78,12 @@ impl LocalBackend {
 
     /// Opens the directory `name` of the repository, refusing a link.
     fn subdir(&self, name: &str) -> Result<Option<OwnedFd>, BackendError> {
-        match statat(&self.dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        self.subdir_of(&self.dir, name)
+    }
+
+    /// Opens the directory `name` in `parent`, refusing a link.
+    fn subdir_of(&self, parent: &Dir, name: &str) -> Result<Option<OwnedFd>, BackendError> {
+        match statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
                 FileType::Directory => {}
                 FileType::Symlink => {
@@ -100,7 +105,7 @@ impl LocalBackend {
             Err(e) => return Err(self.error(name, e)),
         }
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        openat(&self.dir, name, flags, Mode::empty())
+        openat(parent, name, flags, Mode::empty())
             .map(Some)
             .map_err(|e| self.error(name, e))
     }
@@ -138,6 +143,10 @@ impl LocalBackend {
             .and_then(|fd| read_open_file(File::from(fd), limit));
         read.map_err(|e| match e {
             ReadError::NotFound => BackendError::NotFound(format!("{}/{shown}", self.display)),
+            ReadError::NotRegular(what) => BackendError::NotAFile {
+                path: format!("{}/{shown}", self.display),
+                entry: EntryKind::Other(what),
+            },
             ReadError::TooLarge { size, limit } => BackendError::TooLarge { size, limit },
             other => BackendError::Other(format!("{}/{shown} {other}", self.display)),
         })
@@ -172,6 +181,22 @@ impl LocalBackend {
     }
 }
 
+/// What `stat` (not following a link) says of the entry `name`: its kind,
+/// and for a regular file its size and modification time.
+fn file_info(name: String, stat: &rustix::fs::Stat) -> FileInfo {
+    let entry = EntryKind::of_mode(Some(stat.st_mode));
+    let regular = entry == EntryKind::File;
+    FileInfo {
+        name,
+        entry,
+        size: regular.then(|| u64::try_from(stat.st_size).unwrap_or(0)),
+        modified: regular.then(|| {
+            let nanos = i128::from(stat.st_mtime) * 1_000_000_000 + i128::from(stat.st_mtime_nsec);
+            i64::try_from(nanos).unwrap_or(i64::MAX)
+        }),
+    }
+}
+
 impl Backend for LocalBackend {
     fn name(&self) -> &'static str {
         SCHEME.name
@@ -182,16 +207,20 @@ impl Backend for LocalBackend {
     }
 
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
-        let shown = checked_name(kind, name)?;
+        let shown = checked_read_name(kind, name)?;
         match kind {
             Kind::Config => self.read_in(&self.dir, "config", &shown, kind.limit()),
-            Kind::Key => match self.subdir(kind.dir())? {
-                Some(keys) => self.read_in(&keys, name, &shown, kind.limit()),
-                None => Err(BackendError::NotFound(format!("{}/keys", self.display))),
-            },
             Kind::Lock => match self.locks()? {
                 Some(locks) => self.read_in(locks, name, &shown, kind.limit()),
                 None => Err(BackendError::NotFound(format!("{}/{shown}", self.display))),
+            },
+            _ => match self.subdir(kind.dir())? {
+                Some(dir) => self.read_in(&dir, name, &shown, kind.limit()),
+                None => Err(BackendError::NotFound(format!(
+                    "{}/{}",
+                    self.display,
+                    kind.dir()
+                ))),
             },
         }
     }
@@ -214,30 +243,26 @@ impl Backend for LocalBackend {
             },
         }
         .map_err(|e| self.listing_error(kind, e))?;
-        let entries = Dir::from_std_file(File::from(dir))
-            .entries()
-            .map_err(|e| self.listing_error(kind, e))?;
+        let entries = Dir::from_std_file(File::from(
+            dir.try_clone().map_err(|e| self.listing_error(kind, e))?,
+        ))
+        .entries()
+        .map_err(|e| self.listing_error(kind, e))?;
         let mut files = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| self.listing_error(kind, e))?;
-            let mut file = FileInfo::named(entry.file_name().to_string_lossy());
+            let name = entry.file_name().to_string_lossy().into_owned();
             // restic writes nothing but ids here; anything else (editor
             // droppings, temp files) is passed over without being kept.
-            if !lockfile::is_valid_id(&file.name) {
+            if !lockfile::is_valid_id(&name) {
                 continue;
             }
-            // What the directory says of a regular file (links are not
-            // followed); the read checks the type again.
-            if let Ok(meta) = entry.metadata()
-                && meta.is_file()
-            {
-                file.size = Some(meta.len());
-                file.modified = meta
-                    .modified()
-                    .ok()
-                    .map(|t| crate::time::nanos_since_epoch(t.into_std()));
+            match statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) => files.push(file_info(name, &stat)),
+                // Gone since the directory was read.
+                Err(Errno::NOENT) => continue,
+                Err(_) => files.push(FileInfo::unknown(name)),
             }
-            files.push(file);
             // One more than the limit is enough for checked_listing to
             // refuse the whole listing.
             if files.len() > crate::limits::LISTING_ENTRIES {
@@ -245,6 +270,37 @@ impl Backend for LocalBackend {
             }
         }
         checked_listing(files, || format!("{}/{}", self.display, kind.dir()))
+    }
+
+    fn stat(&self, kind: Kind, name: &str) -> Result<Option<FileInfo>, BackendError> {
+        let path = checked_name(kind, name)?;
+        // Relative to the repository's directory handle, with no link
+        // followed on the way (each directory on the path is opened
+        // without following one).
+        let mut dir = self
+            .dir
+            .try_clone()
+            .map_err(|e| self.listing_error(kind, e))?;
+        let (dirs, file) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
+        for part in dirs.split('/').filter(|p| !p.is_empty()) {
+            match self.subdir_of(&dir, part)? {
+                Some(fd) => dir = Dir::from_std_file(File::from(fd)),
+                None => return Ok(None),
+            }
+        }
+        match statat(&dir, file, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(Some(file_info(name.to_owned(), &stat))),
+            Err(Errno::NOENT | Errno::NOTDIR) => Ok(None),
+            Err(e) => Err(self.error(&path, e)),
+        }
+    }
+
+    fn dir_kind(&self, kind: Kind) -> Result<Option<EntryKind>, BackendError> {
+        match statat(&self.dir, kind.dir(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(Some(EntryKind::of_mode(Some(stat.st_mode)))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(self.error(kind.dir(), e)),
+        }
     }
 
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {
@@ -256,11 +312,11 @@ impl Backend for LocalBackend {
         // check keeps a swapped-in FIFO or link out.
         match statat(locks, id, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {}
-            Ok(_) => {
-                return Err(BackendError::Other(format!(
-                    "{}/{shown} is no longer a regular file; not removed",
-                    self.display
-                )));
+            Ok(stat) => {
+                return Err(BackendError::NotAFile {
+                    path: format!("{}/{shown}", self.display),
+                    entry: EntryKind::of_mode(Some(stat.st_mode)),
+                });
             }
             Err(Errno::NOENT) => return Ok(Removal::AlreadyGone),
             Err(e) => return Err(self.error(&shown, e)),

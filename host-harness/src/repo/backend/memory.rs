@@ -12,16 +12,28 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use sha2::{Digest, Sha256};
 
 use super::{
-    Backend, BackendError, Capabilities, FileInfo, Kind, Removal, checked_listing, checked_name,
+    Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Removal, checked_listing,
+    checked_name, checked_read_name,
 };
 use crate::repo::crypto::{Key, unique_bytes as random_bytes};
 
-/// Stored files by kind and name, each with the time it was stored.
-type Files = BTreeMap<(Kind, String), (Vec<u8>, i64)>;
+/// Stored entries by kind and name.
+type Files = BTreeMap<(Kind, String), Stored>;
+
+/// One stored entry: its bytes, the time it was stored, and what it is (a
+/// test may plant a directory or a link under a lock's name).
+#[derive(Clone)]
+struct Stored {
+    bytes: Vec<u8>,
+    modified: i64,
+    entry: EntryKind,
+}
 
 /// A repository's files in memory.
 pub struct MemoryBackend {
     files: Mutex<Files>,
+    /// What a directory is when a test says it is not a directory.
+    dirs: Mutex<BTreeMap<Kind, Option<EntryKind>>>,
     capabilities: Capabilities,
 }
 
@@ -29,6 +41,7 @@ impl Default for MemoryBackend {
     fn default() -> Self {
         MemoryBackend {
             files: Mutex::default(),
+            dirs: Mutex::default(),
             capabilities: Capabilities::NATIVE,
         }
     }
@@ -77,15 +90,33 @@ impl MemoryBackend {
 
     /// Stores a file as is.
     pub fn put(&self, kind: Kind, name: &str, bytes: Vec<u8>) {
+        self.put_entry(kind, name, EntryKind::File, bytes);
+    }
+
+    /// Stores an entry of any kind (a directory, a link, ...) under `name`.
+    pub fn put_entry(&self, kind: Kind, name: &str, entry: EntryKind, bytes: Vec<u8>) {
         let name = if kind == Kind::Config { "" } else { name };
-        self.lock()
-            .insert((kind, name.to_owned()), (bytes, crate::time::now()));
+        let stored = Stored {
+            bytes,
+            modified: crate::time::now(),
+            entry,
+        };
+        self.lock().insert((kind, name.to_owned()), stored);
+    }
+
+    /// Says that the directory of `kind` is `entry` (a link, say), or that
+    /// there is none.
+    pub fn set_dir_kind(&self, kind: Kind, entry: Option<EntryKind>) {
+        self.dirs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(kind, entry);
     }
 
     /// Sets the modification time the listing reports for a stored file.
     pub fn set_modified(&self, kind: Kind, name: &str, modified: i64) {
         if let Some(file) = self.lock().get_mut(&(kind, name.to_owned())) {
-            file.1 = modified;
+            file.modified = modified;
         }
     }
 
@@ -113,6 +144,19 @@ impl MemoryBackend {
     }
 }
 
+impl Stored {
+    /// The entry as a listing or `stat` shows it.
+    fn info(&self, name: &str) -> FileInfo {
+        let file = self.entry == EntryKind::File;
+        FileInfo {
+            name: name.to_owned(),
+            entry: self.entry,
+            size: file.then_some(self.bytes.len() as u64),
+            modified: Some(self.modified),
+        }
+    }
+}
+
 /// `plaintext` sealed with a fresh IV.
 fn seal(key: &Key, plaintext: &[u8]) -> Vec<u8> {
     key.seal(plaintext, random_bytes())
@@ -132,38 +176,65 @@ impl Backend for MemoryBackend {
             .lock()
             .iter()
             .filter(|((k, _), _)| *k == kind)
-            .map(|((_, name), (bytes, modified))| FileInfo {
-                name: name.clone(),
-                size: Some(bytes.len() as u64),
-                modified: Some(*modified),
-            })
+            .map(|((_, name), stored)| stored.info(name))
             .collect::<Vec<_>>();
         checked_listing(files, || kind.dir().to_owned())
     }
 
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
-        let path = checked_name(kind, name)?;
+        let path = checked_read_name(kind, name)?;
         let name = if kind == Kind::Config { "" } else { name };
-        let bytes = self
+        let stored = self
             .lock()
             .get(&(kind, name.to_owned()))
-            .map(|(bytes, _)| bytes.clone())
-            .ok_or(BackendError::NotFound(path))?;
-        if bytes.len() as u64 > kind.limit() {
+            .cloned()
+            .ok_or_else(|| BackendError::NotFound(path.clone()))?;
+        if stored.entry != EntryKind::File {
+            return Err(BackendError::NotAFile {
+                path,
+                entry: stored.entry,
+            });
+        }
+        if stored.bytes.len() as u64 > kind.limit() {
             return Err(BackendError::TooLarge {
-                size: bytes.len() as u64,
+                size: stored.bytes.len() as u64,
                 limit: kind.limit(),
             });
         }
-        Ok(bytes)
+        Ok(stored.bytes)
+    }
+
+    fn stat(&self, kind: Kind, name: &str) -> Result<Option<FileInfo>, BackendError> {
+        checked_name(kind, name)?;
+        Ok(self
+            .lock()
+            .get(&(kind, name.to_owned()))
+            .map(|stored| stored.info(name)))
+    }
+
+    fn dir_kind(&self, kind: Kind) -> Result<Option<EntryKind>, BackendError> {
+        let dirs = self
+            .dirs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Ok(dirs
+            .get(&kind)
+            .copied()
+            .unwrap_or(Some(EntryKind::Directory)))
     }
 
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {
-        checked_name(Kind::Lock, id)?;
-        Ok(match self.lock().remove(&(Kind::Lock, id.to_owned())) {
-            Some(_) => Removal::Removed,
-            None => Removal::AlreadyGone,
-        })
+        let path = checked_name(Kind::Lock, id)?;
+        let mut files = self.lock();
+        let key = (Kind::Lock, id.to_owned());
+        match files.get(&key).map(|stored| stored.entry) {
+            None => Ok(Removal::AlreadyGone),
+            Some(EntryKind::File) => {
+                files.remove(&key);
+                Ok(Removal::Removed)
+            }
+            Some(entry) => Err(BackendError::NotAFile { path, entry }),
+        }
     }
 
     fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError> {

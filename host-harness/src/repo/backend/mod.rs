@@ -108,7 +108,8 @@ pub struct Target<'a> {
     pub variables: &'a Variables,
 }
 
-/// The kinds of file lockwarden reads.
+/// The kinds of file lockwarden reads, and the directories it looks into
+/// to tell a lock file from another restic file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     /// `config` (the name is ignored).
@@ -117,33 +118,95 @@ pub enum Kind {
     Key,
     /// `locks/<id>`.
     Lock,
+    /// `snapshots/<id>`: only ever looked at ([`Backend::stat`]).
+    Snapshot,
+    /// `index/<id>`: only ever looked at ([`Backend::stat`]).
+    Index,
+    /// `data/<first two digits>/<id>`: only ever looked at
+    /// ([`Backend::stat`]).
+    Data,
 }
 
 impl Kind {
+    /// The kinds of the repository's other directories, where a file under
+    /// `locks/` must not also be (see [`crate::repo::Repository::read_locks`]).
+    pub const OTHERS: [Kind; 4] = [Kind::Key, Kind::Snapshot, Kind::Index, Kind::Data];
+
     /// The directory holding files of this kind.
     pub fn dir(self) -> &'static str {
         match self {
             Kind::Config => "",
             Kind::Key => "keys",
             Kind::Lock => "locks",
+            Kind::Snapshot => "snapshots",
+            Kind::Index => "index",
+            Kind::Data => "data",
         }
     }
 
-    /// The most bytes a file of this kind may hold (`crate::limits`).
+    /// The most bytes a file of this kind may hold (`crate::limits`); 0 for
+    /// the kinds lockwarden never reads.
     pub fn limit(self) -> u64 {
         match self {
             Kind::Config => crate::limits::CONFIG_FILE,
             Kind::Key => crate::limits::KEY_FILE,
             Kind::Lock => crate::limits::LOCK_FILE,
+            Kind::Snapshot | Kind::Index | Kind::Data => 0,
         }
     }
 }
 
-/// A file from a listing.
+/// What an entry of the storage is, as the storage says (links are never
+/// followed to say it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file; on a store that holds nothing else (an object store,
+    /// a REST server), every object.
+    File,
+    /// A directory.
+    Directory,
+    /// Something else, named: `a symbolic link`, `a FIFO`, ...
+    Other(&'static str),
+    /// The storage does not say.
+    Unknown,
+}
+
+impl EntryKind {
+    /// The kind a Unix file mode's type bits name; [`EntryKind::Unknown`]
+    /// without a mode.
+    pub fn of_mode(mode: Option<u32>) -> EntryKind {
+        const TYPE_MASK: u32 = 0o170_000;
+        match mode.map(|m| m & TYPE_MASK) {
+            Some(0o100_000) => EntryKind::File,
+            Some(0o040_000) => EntryKind::Directory,
+            Some(0o120_000) => EntryKind::Other("a symbolic link"),
+            Some(0o010_000) => EntryKind::Other("a FIFO"),
+            Some(0o140_000) => EntryKind::Other("a socket"),
+            Some(0o020_000) => EntryKind::Other("a character device"),
+            Some(0o060_000) => EntryKind::Other("a block device"),
+            Some(_) => EntryKind::Other("not a regular file"),
+            None => EntryKind::Unknown,
+        }
+    }
+
+    /// How it is named in messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            EntryKind::File => "a regular file",
+            EntryKind::Directory => "a directory",
+            EntryKind::Other(what) => what,
+            EntryKind::Unknown => "of a kind the storage does not say",
+        }
+    }
+}
+
+/// A file from a listing, or one looked at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileInfo {
     /// The file name (an id).
     pub name: String,
+    /// What it is; only a [`EntryKind::File`] is ever read or removed.
+    pub entry: EntryKind,
     /// Its size in bytes, when the storage says without extra work.
     pub size: Option<u64>,
     /// When the storage last wrote it (ns since the epoch, the storage's
@@ -152,12 +215,21 @@ pub struct FileInfo {
 }
 
 impl FileInfo {
-    /// A listed name with nothing else known.
-    pub fn named(name: impl Into<String>) -> FileInfo {
+    /// A regular file (an object) with nothing else known yet.
+    pub fn file(name: impl Into<String>) -> FileInfo {
         FileInfo {
             name: name.into(),
+            entry: EntryKind::File,
             size: None,
             modified: None,
+        }
+    }
+
+    /// A listed name the storage says nothing else about, not even its kind.
+    pub fn unknown(name: impl Into<String>) -> FileInfo {
+        FileInfo {
+            entry: EntryKind::Unknown,
+            ..FileInfo::file(name)
         }
     }
 }
@@ -235,6 +307,14 @@ pub enum BackendError {
         /// The limit.
         limit: usize,
     },
+    /// The entry is not a regular file, so it was neither read nor removed.
+    #[error("{path} is {} now, not a regular file; lockwarden reads and removes only regular files", .entry.describe())]
+    NotAFile {
+        /// The file, for messages.
+        path: String,
+        /// What it is.
+        entry: EntryKind,
+    },
     /// The backend cannot do this (see [`Capabilities`]).
     #[error("the {backend} backend cannot {operation}")]
     Unsupported {
@@ -248,19 +328,40 @@ pub enum BackendError {
     Other(String),
 }
 
-/// Access to one repository's storage.
+/// Access to one repository's storage: what every backend promises, stated
+/// once here and proven for each by the backend conformance suite
+/// (`tests/src/conformance/`). What may be removed, and what a failed
+/// removal means, is decided above the backends
+/// ([`crate::repo::Repository`]), from the facts these methods supply.
 pub trait Backend: Send + Sync {
     /// The backend's name ([`Scheme::name`]).
     fn name(&self) -> &'static str;
     /// What it can do.
     fn capabilities(&self) -> Capabilities;
     /// Lists the files of a kind (`Key` or `Lock`), each name a restic id,
-    /// each once, at most [`crate::limits::LISTING_ENTRIES`] of them.
+    /// each once, at most [`crate::limits::LISTING_ENTRIES`] of them, each
+    /// with its [`EntryKind`] as the storage says it without following a
+    /// link ([`EntryKind::Unknown`] where it cannot tell). Names that are
+    /// not restic ids, however odd, are left out without failing the
+    /// listing. A missing directory is [`BackendError::NotFound`].
     fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError>;
-    /// Reads a whole file, at most [`Kind::limit`] bytes.
+    /// Reads a whole regular file, at most [`Kind::limit`] bytes; anything
+    /// else at that name is [`BackendError::NotAFile`] where the storage can
+    /// tell, and is never opened.
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError>;
-    /// Deletes `locks/<id>`; `id` must be 64 lowercase hex. Only a backend
-    /// whose [`Capabilities::remove`] is true does.
+    /// What is at `<dir of kind>/<name>` (a link is not followed), or `None`
+    /// when nothing is.
+    fn stat(&self, kind: Kind, name: &str) -> Result<Option<FileInfo>, BackendError>;
+    /// What the directory of `kind` is (a link is not followed): `None` when
+    /// there is none, [`EntryKind::Unknown`] where the storage has no
+    /// directories of its own (object stores, REST servers).
+    fn dir_kind(&self, kind: Kind) -> Result<Option<EntryKind>, BackendError>;
+    /// Deletes `locks/<id>` when it is a regular file; `id` must be 64
+    /// lowercase hex. Anything else at that name is
+    /// [`BackendError::NotAFile`] where the storage can tell, and is left
+    /// alone; a name already gone is [`Removal::AlreadyGone`] where the
+    /// storage says so. Only a backend whose [`Capabilities::remove`] is
+    /// true does.
     fn remove(&self, id: &str) -> Result<Removal, BackendError>;
     /// Writes a new `locks/<id>` holding `stored` (a sealed lock whose
     /// SHA-256 is `id`), so that no reader sees it half written. Only a
@@ -282,6 +383,12 @@ impl<B: Backend + ?Sized> Backend for std::sync::Arc<B> {
     }
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
         (**self).read(kind, name)
+    }
+    fn stat(&self, kind: Kind, name: &str) -> Result<Option<FileInfo>, BackendError> {
+        (**self).stat(kind, name)
+    }
+    fn dir_kind(&self, kind: Kind) -> Result<Option<EntryKind>, BackendError> {
+        (**self).dir_kind(kind)
     }
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {
         (**self).remove(id)
@@ -305,15 +412,43 @@ pub fn scheme_of(location: &str) -> &'static Scheme {
 }
 
 /// Refuses a name that is not a restic id, before it becomes part of a path
-/// or URL; returns the file's path in the repository.
+/// or URL; returns the file's path in the repository, as restic lays files
+/// out on a file system or an object store (`data/<2 digits>/<id>`).
 fn checked_name(kind: Kind, name: &str) -> Result<String, BackendError> {
+    checked_path(kind, name, Layout::Nested)
+}
+
+/// [`checked_name`] of a file lockwarden reads: `config`, `keys/<id>` or
+/// `locks/<id>`; the other kinds are only ever looked at.
+fn checked_read_name(kind: Kind, name: &str) -> Result<String, BackendError> {
+    match kind {
+        Kind::Config | Kind::Key | Kind::Lock => checked_name(kind, name),
+        Kind::Snapshot | Kind::Index | Kind::Data => Err(BackendError::Other(format!(
+            "lockwarden never reads {}/",
+            kind.dir()
+        ))),
+    }
+}
+
+/// How a repository's data files are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Layout {
+    /// `data/<first two digits>/<id>`: file systems and object stores.
+    Nested,
+    /// `data/<id>`: restic's REST protocol.
+    Flat,
+}
+
+/// [`checked_name`] in a given [`Layout`].
+pub(super) fn checked_path(kind: Kind, name: &str, layout: Layout) -> Result<String, BackendError> {
     match kind {
         Kind::Config => Ok("config".to_owned()),
-        _ if super::lockfile::is_valid_id(name) => Ok(format!("{}/{name}", kind.dir())),
-        _ => Err(BackendError::Other(format!(
+        _ if !super::lockfile::is_valid_id(name) => Err(BackendError::Other(format!(
             "`{}` is not a restic file id (64 lowercase hex digits)",
             crate::text::escape(name)
         ))),
+        Kind::Data if layout == Layout::Nested => Ok(format!("data/{}/{name}", &name[..2])),
+        _ => Ok(format!("{}/{name}", kind.dir())),
     }
 }
 
@@ -328,7 +463,7 @@ fn checked_listing(
     let mut out = Vec::new();
     for file in files {
         // restic writes nothing but ids here; anything else (editor
-        // droppings, temp files) is not ours to judge.
+        // droppings, temp files, odd keys) is not ours to judge.
         if !super::lockfile::is_valid_id(&file.name) || !seen.insert(file.name.clone()) {
             continue;
         }
@@ -362,11 +497,30 @@ mod tests {
     fn listings_keep_ids_once() {
         let id = "a".repeat(64);
         let files = [
-            FileInfo::named(id.clone()),
-            FileInfo::named(id.clone()),
-            FileInfo::named("notes.txt"),
+            FileInfo::file(id.clone()),
+            FileInfo::file(id.clone()),
+            FileInfo::file("notes.txt"),
+            FileInfo::file("../x"),
         ];
         let kept = checked_listing(files, || "locks".into()).expect("short");
-        assert_eq!(kept, vec![FileInfo::named(id)]);
+        assert_eq!(kept, vec![FileInfo::file(id)]);
+    }
+
+    #[test]
+    fn data_files_are_nested_except_in_the_rest_protocol() {
+        let id = "ab".repeat(32);
+        assert_eq!(
+            checked_name(Kind::Data, &id).expect("an id"),
+            format!("data/ab/{id}")
+        );
+        assert_eq!(
+            checked_path(Kind::Data, &id, Layout::Flat).expect("an id"),
+            format!("data/{id}")
+        );
+        assert_eq!(
+            checked_name(Kind::Snapshot, &id).expect("an id"),
+            format!("snapshots/{id}")
+        );
+        assert!(checked_name(Kind::Data, "../../config").is_err());
     }
 }

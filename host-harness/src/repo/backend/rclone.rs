@@ -22,17 +22,18 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http2::SendRequest;
-use hyper::{Method, Request, Response};
+use hyper::{HeaderMap, Method, Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStderr, Command};
 
 use super::rest::{
-    V2, answered, declared_length_within, is_v2_listing, listing_path, parse_listing, removal,
+    V2, answered, declared_length_within, is_v2_listing, listing_path, looked_at, parse_listing,
+    removal,
 };
 use super::{
-    Backend, BackendError, Capabilities, FileInfo, Kind, Removal, Scheme, Target, blocking,
-    checked_name,
+    Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Layout, Removal, Scheme,
+    Target, blocking, checked_name, checked_path, checked_read_name,
 };
 use crate::command::ChildGroup;
 use crate::limits;
@@ -255,8 +256,8 @@ impl RcloneBackend {
     }
 
     /// Sends `method path` and reads the answer's body (at most `limit`
-    /// bytes), all within the timeout; returns the status, whether the body
-    /// is a v2 listing, and the body (empty unless the status is success).
+    /// bytes), all within the timeout; returns the status, the headers, and
+    /// the body (empty unless the status is success, and for a HEAD).
     fn exchange(
         &self,
         method: Method,
@@ -264,7 +265,8 @@ impl RcloneBackend {
         what: &str,
         limit: u64,
         body: Bytes,
-    ) -> Result<(u16, bool, Vec<u8>), BackendError> {
+    ) -> Result<(u16, HeaderMap, Vec<u8>), BackendError> {
+        let head = method == Method::HEAD;
         let request = Request::builder()
             .method(method)
             .uri(format!("http://localhost/{path}"))
@@ -285,9 +287,9 @@ impl RcloneBackend {
                     Err(e) => return Err(self.broken(what, &e).await),
                 };
                 let status = response.status().as_u16();
-                let v2 = is_v2_listing(response.headers());
-                if !(200..300).contains(&status) {
-                    return Ok((status, v2, Vec::new()));
+                let headers = response.headers().clone();
+                if head || !(200..300).contains(&status) {
+                    return Ok((status, headers, Vec::new()));
                 }
                 declared_length_within(response.headers(), limit)?;
                 let body = match read_bounded(response, limit).await {
@@ -300,7 +302,7 @@ impl RcloneBackend {
                     }
                     Err(BodyError::Broken(e)) => return Err(self.broken(what, &e).await),
                 };
-                Ok((status, v2, body))
+                Ok((status, headers, body))
             },
         )
     }
@@ -429,19 +431,31 @@ impl Backend for RcloneBackend {
     fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError> {
         let dir = listing_path(kind);
         let what = format!("listing {dir}");
-        let (status, v2, body) =
+        let (status, headers, body) =
             self.exchange(Method::GET, &dir, &what, limits::LISTING_BODY, Bytes::new())?;
         answered(status, &what, &self.shown)?;
+        let v2 = is_v2_listing(&headers);
         parse_listing(&body, v2, &format!("{dir} at {}", self.shown))
     }
 
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
-        let path = checked_name(kind, name)?;
+        let path = checked_read_name(kind, name)?;
         let what = format!("reading {path}");
         let (status, _, body) =
             self.exchange(Method::GET, &path, &what, kind.limit(), Bytes::new())?;
         answered(status, &what, &self.shown)?;
         Ok(body)
+    }
+
+    fn stat(&self, kind: Kind, name: &str) -> Result<Option<FileInfo>, BackendError> {
+        let path = checked_path(kind, name, Layout::Flat)?;
+        let what = format!("looking at {path}");
+        let (status, headers, _) = self.exchange(Method::HEAD, &path, &what, 0, Bytes::new())?;
+        looked_at(status, &headers, name, &what, &self.shown)
+    }
+
+    fn dir_kind(&self, _kind: Kind) -> Result<Option<EntryKind>, BackendError> {
+        Ok(Some(EntryKind::Unknown))
     }
 
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {

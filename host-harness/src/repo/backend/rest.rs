@@ -13,8 +13,8 @@ use serde::Deserialize;
 use ureq::Agent;
 
 use super::{
-    Backend, BackendError, Capabilities, FileInfo, Kind, Removal, Scheme, Target, checked_listing,
-    checked_name,
+    Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Layout, Removal, Scheme,
+    Target, checked_listing, checked_name, checked_path, checked_read_name,
 };
 use crate::limits;
 use crate::repo::location::{LocationError, percent_decode, redact_userinfo};
@@ -226,7 +226,8 @@ impl RestBackend {
 
 /// Parses a REST listing of `dir` (v2: `[{"name", "size"}]`, v1:
 /// `["name"]`), keeping only names that are restic ids, each once (a name
-/// listed twice is one file: judging it twice would fail the run).
+/// listed twice is one file: judging it twice would fail the run). The
+/// protocol lists nothing but files.
 pub fn parse_listing(body: &[u8], v2: bool, dir: &str) -> Result<Vec<FileInfo>, BackendError> {
     let not_listing = |e: serde_json::Error| {
         BackendError::Other(format!("listing {dir}: not a REST listing: {e}"))
@@ -237,14 +238,14 @@ pub fn parse_listing(body: &[u8], v2: bool, dir: &str) -> Result<Vec<FileInfo>, 
             .into_iter()
             .map(|e| FileInfo {
                 size: Some(e.size),
-                ..FileInfo::named(e.name)
+                ..FileInfo::file(e.name)
             })
             .collect()
     } else {
         serde_json::from_slice::<Vec<String>>(body)
             .map_err(not_listing)?
             .into_iter()
-            .map(FileInfo::named)
+            .map(FileInfo::file)
             .collect()
     };
     checked_listing(files, || dir.to_owned())
@@ -260,10 +261,27 @@ impl Backend for RestBackend {
     }
 
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
-        let path = checked_name(kind, name)?;
+        let path = checked_read_name(kind, name)?;
         let what = format!("reading {path}");
         let response = self.send(self.agent.get(self.url(&path)), &what)?;
         self.body(response, &what, kind.limit())
+    }
+
+    fn stat(&self, kind: Kind, name: &str) -> Result<Option<FileInfo>, BackendError> {
+        let path = checked_path(kind, name, Layout::Flat)?;
+        let what = format!("looking at {path}");
+        let response = self.send(self.agent.head(self.url(&path)), &what)?;
+        looked_at(
+            response.status().as_u16(),
+            response.headers(),
+            name,
+            &what,
+            &self.display,
+        )
+    }
+
+    fn dir_kind(&self, _kind: Kind) -> Result<Option<EntryKind>, BackendError> {
+        Ok(Some(EntryKind::Unknown))
     }
 
     fn list(&self, kind: Kind) -> Result<Vec<FileInfo>, BackendError> {
@@ -328,14 +346,37 @@ pub(super) fn declared_length_within(
     headers: &ureq::http::HeaderMap,
     limit: u64,
 ) -> Result<(), BackendError> {
-    let declared = headers
-        .get("content-length")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    match declared.filter(|size| *size > limit) {
+    match declared_length(headers).filter(|size| *size > limit) {
         Some(size) => Err(BackendError::TooLarge { size, limit }),
         None => Ok(()),
     }
+}
+
+/// What a HEAD of `name` (for `what`) answered: a file with the size the
+/// answer declares, or nothing (404).
+pub(super) fn looked_at(
+    status: u16,
+    headers: &ureq::http::HeaderMap,
+    name: &str,
+    what: &str,
+    shown: &str,
+) -> Result<Option<FileInfo>, BackendError> {
+    match answered(status, what, shown) {
+        Ok(()) => Ok(Some(FileInfo {
+            size: declared_length(headers),
+            ..FileInfo::file(name)
+        })),
+        Err(BackendError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The length a response's headers declare, if any.
+fn declared_length(headers: &ureq::http::HeaderMap) -> Option<u64> {
+    headers
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
 }
 
 /// What a DELETE of `path` answered with `status` did.

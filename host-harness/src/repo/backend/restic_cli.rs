@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::{
-    Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal, Scheme, Target,
-    checked_listing, checked_name,
+    Backend, BackendError, Capabilities, Contents, EntryKind, FileInfo, Kind, Removal, Scheme,
+    Target, checked_listing, checked_name,
 };
 use crate::command::{self, CommandError};
 use crate::limits;
@@ -151,7 +151,7 @@ impl Backend for ResticCli {
         let out = self.run(&["list", "locks"], limits::LISTING_BODY)?;
         let files = String::from_utf8_lossy(&out)
             .lines()
-            .map(|line| FileInfo::named(line.trim()))
+            .map(|line| FileInfo::unknown(line.trim()))
             .collect::<Vec<_>>();
         checked_listing(files, || "locks/".into())
     }
@@ -161,8 +161,16 @@ impl Backend for ResticCli {
         match kind {
             Kind::Config => self.run(&["cat", "config"], kind.limit()),
             Kind::Lock => self.read_lock(name),
-            Kind::Key => Err(self.unsupported("read key files")),
+            _ => Err(self.unsupported("read key files")),
         }
+    }
+
+    fn stat(&self, _kind: Kind, _name: &str) -> Result<Option<FileInfo>, BackendError> {
+        Err(self.unsupported("look at one file"))
+    }
+
+    fn dir_kind(&self, _kind: Kind) -> Result<Option<EntryKind>, BackendError> {
+        Ok(Some(EntryKind::Unknown))
     }
 
     fn remove(&self, _id: &str) -> Result<Removal, BackendError> {

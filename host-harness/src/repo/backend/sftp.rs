@@ -36,8 +36,8 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStderr, Command};
 
 use super::{
-    Backend, BackendError, Capabilities, FileInfo, Kind, Removal, Scheme, Target, blocking,
-    checked_listing, checked_name,
+    Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Removal, Scheme, Target,
+    blocking, checked_listing, checked_name, checked_read_name,
 };
 use crate::command::ChildGroup;
 use crate::limits;
@@ -422,8 +422,9 @@ enum Failed {
         /// The most its kind may hold.
         limit: u64,
     },
-    /// Not a regular file (a directory, symlink, FIFO, ...): never opened.
-    NotRegular,
+    /// Not a regular file (a directory, symlink, FIFO, ...): never opened
+    /// nor removed.
+    NotRegular(EntryKind),
 }
 
 impl From<SftpError> for Failed {
@@ -533,9 +534,10 @@ impl SftpBackend {
                 limit: limits::LISTING_ENTRIES,
             },
             Failed::TooLarge { size, limit } => BackendError::TooLarge { size, limit },
-            Failed::NotRegular => {
-                BackendError::Other(format!("{path} at {at} is not a regular file"))
-            }
+            Failed::NotRegular(entry) => BackendError::NotAFile {
+                path: format!("{path} at {at}"),
+                entry,
+            },
             Failed::Sftp(SftpError::Status(status)) => {
                 let said = escape(&status.error_message).into_owned();
                 match status.status_code {
@@ -566,11 +568,47 @@ impl SftpBackend {
     }
 }
 
-/// Whether attributes describe a regular file (unknown type: no).
-fn is_regular(attrs: &FileAttributes) -> bool {
-    const TYPE_MASK: u32 = 0o170_000;
-    const REGULAR: u32 = 0o100_000;
-    attrs.permissions.is_some_and(|p| p & TYPE_MASK == REGULAR)
+/// What attributes say an entry is (no permissions: unknown).
+fn entry_kind(attrs: &FileAttributes) -> EntryKind {
+    EntryKind::of_mode(attrs.permissions)
+}
+
+/// The entry `name` as attributes (from `lstat` or a listing) describe it.
+fn file_info(name: String, attrs: &FileAttributes) -> FileInfo {
+    let entry = entry_kind(attrs);
+    FileInfo {
+        name,
+        entry,
+        size: attrs.size.filter(|_| entry == EntryKind::File),
+        modified: attrs.mtime.map(|s| i64::from(s) * 1_000_000_000),
+    }
+}
+
+/// `lstat` of `path`, or `None` when nothing is there.
+async fn lstat(session: &RawSftpSession, path: &str) -> Result<Option<FileAttributes>, Failed> {
+    match session.lstat(path).await {
+        Ok(attrs) => Ok(Some(attrs.attrs)),
+        Err(SftpError::Status(s)) if s.status_code == StatusCode::NoSuchFile => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Removes `path` if it is a regular file (by `lstat` just before; the
+/// server unlinks a link itself, never its target, if one is swapped in
+/// between).
+async fn remove_file(session: &RawSftpSession, path: &str) -> Result<Removal, Failed> {
+    match lstat(session, path).await?.map(|attrs| entry_kind(&attrs)) {
+        None => return Ok(Removal::AlreadyGone),
+        Some(EntryKind::File) => {}
+        Some(other) => return Err(Failed::NotRegular(other)),
+    }
+    match session.remove(path).await {
+        Ok(_) => Ok(Removal::Removed),
+        Err(SftpError::Status(s)) if s.status_code == StatusCode::NoSuchFile => {
+            Ok(Removal::AlreadyGone)
+        }
+        Err(e) => Err(Failed::Sftp(e)),
+    }
 }
 
 /// Lists the restic ids in directory `dir` with their size and time (the
@@ -595,12 +633,7 @@ async fn list_dir(session: &RawSftpSession, dir: &str) -> Result<Vec<FileInfo>, 
                 if files.len() >= 2 * limits::LISTING_ENTRIES {
                     return Err(Failed::TooMany);
                 }
-                let regular = is_regular(&file.attrs);
-                files.push(FileInfo {
-                    name: file.filename,
-                    size: file.attrs.size.filter(|_| regular),
-                    modified: file.attrs.mtime.map(|s| i64::from(s) * 1_000_000_000),
-                });
+                files.push(file_info(file.filename, &file.attrs));
             }
         }
     }
@@ -624,8 +657,9 @@ async fn read_file(session: &RawSftpSession, path: &str, limit: u64) -> Result<V
 
 /// Refuses what is not a regular file, or is larger than `limit`.
 fn check_file(attrs: &FileAttributes, limit: u64) -> Result<(), Failed> {
-    if !is_regular(attrs) {
-        return Err(Failed::NotRegular);
+    match entry_kind(attrs) {
+        EntryKind::File => {}
+        other => return Err(Failed::NotRegular(other)),
     }
     match attrs.size {
         Some(size) if size > limit => Err(Failed::TooLarge { size, limit }),
@@ -708,7 +742,7 @@ impl Backend for SftpBackend {
     }
 
     fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
-        let file = checked_name(kind, name)?;
+        let file = checked_read_name(kind, name)?;
         let path = self.location.join(&file);
         self.call(
             "reading",
@@ -717,18 +751,24 @@ impl Backend for SftpBackend {
         )
     }
 
+    fn stat(&self, kind: Kind, name: &str) -> Result<Option<FileInfo>, BackendError> {
+        let file = checked_name(kind, name)?;
+        let path = self.location.join(&file);
+        let attrs = self.call("looking at", &file, lstat(&self.session, &path))?;
+        Ok(attrs.map(|attrs| file_info(name.to_owned(), &attrs)))
+    }
+
+    fn dir_kind(&self, kind: Kind) -> Result<Option<EntryKind>, BackendError> {
+        let dir = format!("{}/", kind.dir());
+        let path = self.location.join(kind.dir());
+        let attrs = self.call("looking at", &dir, lstat(&self.session, &path))?;
+        Ok(attrs.map(|attrs| entry_kind(&attrs)))
+    }
+
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {
         let file = checked_name(Kind::Lock, id)?;
         let path = self.location.join(&file);
-        self.call("deleting", &file, async {
-            match self.session.remove(path).await {
-                Ok(_) => Ok(Removal::Removed),
-                Err(SftpError::Status(s)) if s.status_code == StatusCode::NoSuchFile => {
-                    Ok(Removal::AlreadyGone)
-                }
-                Err(e) => Err(Failed::Sftp(e)),
-            }
-        })
+        self.call("deleting", &file, remove_file(&self.session, &path))
     }
 
     fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError> {
