@@ -223,7 +223,7 @@ mod tests {
     fn locks(ids: &[&str]) -> LockSet {
         LockSet {
             locks: ids.iter().map(|id| test_lock(id)).collect(),
-            unreadable: Vec::new(),
+            ..LockSet::default()
         }
     }
 
@@ -271,11 +271,13 @@ mod tests {
         let mut first = LockSet {
             locks: vec![test_lock("a")],
             unreadable: vec![unreadable("bad")],
+            ..LockSet::default()
         };
         store.observe("repo", &mut first, 100).expect("observe");
         let mut later = LockSet {
             locks: Vec::new(),
             unreadable: vec![unreadable("bad"), unreadable("new")],
+            ..LockSet::default()
         };
         store.observe("repo", &mut later, 900).expect("observe");
         assert_eq!(seen(&later), [Some(100), Some(900)]);

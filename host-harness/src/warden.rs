@@ -8,7 +8,6 @@ use std::sync::Arc;
 use crate::contract::{self, Verdict};
 use crate::evidence::{Evidence, EvidenceConfig, Observations, OwnChildren, Remembered};
 use crate::first_seen::{FirstSeenError, FirstSeenStore};
-use crate::parallel::parallel_map;
 use crate::repo::backend::Removal;
 use crate::repo::{RepoError, Repository};
 use crate::runtime::{LogLine, PluginError, Policy, Runtime, Subject, Verdicts};
@@ -22,8 +21,9 @@ pub enum WardenError {
     /// The repository could not be read, or cannot remove locks.
     #[error(transparent)]
     Repo(#[from] RepoError),
-    /// The policy failed.
-    #[error(transparent)]
+    /// The policy failed (before anything was removed: the job removes only
+    /// what a policy's checked verdicts say).
+    #[error("{0}; nothing was removed")]
     Plugin(#[from] PluginError),
     /// The first-seen store could not be used.
     #[error(transparent)]
@@ -161,6 +161,7 @@ impl Warden {
         if self.shadow.is_some() {
             evidence = Arc::new(Remembered::new(evidence));
         }
+        let foreign = set.foreign;
         let mut request = contract::EvaluateRequest {
             repository: repo.describe(),
             locks: set.locks,
@@ -174,9 +175,11 @@ impl Warden {
             request.settings = shadow.settings.clone();
             self.shadow_judge(shadow, now, evidence, &request, &outcome.verdicts)
         });
+        let mut verdicts = Verdicts::pair(request, outcome.verdicts);
+        verdicts.keep_foreign(foreign);
         Ok(Assessment {
             now,
-            verdicts: Verdicts::pair(request, outcome.verdicts),
+            verdicts,
             logs: outcome.logs,
             shadow,
         })
@@ -208,7 +211,9 @@ impl Warden {
 
     /// Removes every lock `assessment` judged stale, and only those: each id
     /// is one that was read and evaluated. Keeps going past a failed
-    /// removal, so one bad file does not leave the others in place.
+    /// removal, so one bad file does not leave the others in place; what
+    /// each removal did is the repository's to say
+    /// ([`Repository::remove_locks`]).
     pub fn remove_stale(
         &self,
         repo: &Repository,
@@ -218,15 +223,17 @@ impl Warden {
         if !stale.is_empty() {
             repo.check_removable()?;
         }
-        Ok(parallel_map(
-            &stale,
-            REMOVE_WORKERS,
-            |(subject, verdict)| RemovalResult {
+        let ids: Vec<&str> = stale.iter().map(|(subject, _)| subject.id()).collect();
+        let outcomes = repo.remove_locks(&ids);
+        Ok(stale
+            .iter()
+            .zip(outcomes)
+            .map(|((subject, verdict), result)| RemovalResult {
                 id: subject.id().to_owned(),
                 verdict: (*verdict).clone(),
-                result: repo.remove_lock(subject.id()),
-            },
-        ))
+                result,
+            })
+            .collect())
     }
 
     /// Writes what the policy logged to the log, at the policy's levels,
@@ -238,9 +245,6 @@ impl Warden {
         }
     }
 }
-
-/// How many lock files are deleted at once.
-const REMOVE_WORKERS: usize = 8;
 
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,9 @@ pub mod location;
 pub mod lockfile;
 mod password;
 
-use backend::{Backend, BackendError, Capabilities, Contents, FileInfo, Kind, Removal, Variables};
+use backend::{
+    Backend, BackendError, Capabilities, Contents, EntryKind, FileInfo, Kind, Removal, Variables,
+};
 use crypto::Key;
 use location::Location;
 pub use password::{Password, PasswordError, PasswordSource};
@@ -101,6 +103,29 @@ pub enum RepoError {
         /// The backend.
         backend: &'static str,
     },
+    /// `locks/` is not the repository's own directory of lock files (a link
+    /// to another directory, or a server that shows another directory
+    /// there): nothing in it is judged or removed.
+    #[error(
+        "repository {location}: {why}; lockwarden judges and removes nothing there: make locks/ the repository's own directory again (restic creates no link)"
+    )]
+    NotLockDirectory {
+        /// Redacted location.
+        location: String,
+        /// What showed it.
+        why: String,
+    },
+    /// A removal was asked for a file this run did not list as a regular
+    /// lock file (nor write itself): refused before the storage is asked.
+    #[error("repository {location}: lock {id} was not removed: {why}")]
+    NotRemovable {
+        /// Redacted location.
+        location: String,
+        /// The lock's short id.
+        id: String,
+        /// Why it may not be removed.
+        why: String,
+    },
     /// Anything else.
     #[error("repository {location}: {cause}")]
     Other {
@@ -126,14 +151,42 @@ pub struct LockSet {
     pub locks: Vec<Lock>,
     /// Files in `locks/` that could not be, with the problem named.
     pub unreadable: Vec<UnreadableLock>,
+    /// Entries in `locks/` that are no lock file at all (not a regular file,
+    /// or another kind of restic file): never given to a policy, never
+    /// removed.
+    pub foreign: Vec<ForeignFile>,
+}
+
+/// An entry under `locks/` that is not a lock file: a directory, a link, a
+/// FIFO, or another restic file (a key, a snapshot, an index) that is
+/// misplaced, not corrupt. lockwarden never removes one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignFile {
+    /// Its name.
+    pub id: String,
+    /// What it is, as a phrase (`a directory`, `a restic key file`).
+    pub what: String,
+    /// Its size in bytes, when known (0 otherwise).
+    pub size: u64,
+    /// When the storage last modified it, by the storage's clock.
+    pub stored_at: Option<i64>,
 }
 
 /// What reading one listed lock file gave.
 enum Read {
     Lock(Lock),
     Unreadable(UnreadableLock),
+    Foreign(ForeignFile),
     Vanished,
+    /// The storage refused the credentials or could not be reached: about
+    /// the storage, not the file, so the whole read fails.
+    Failed(BackendError),
 }
+
+/// How many files under `locks/` that are not locks are looked for in the
+/// repository's other directories: if `locks/` stood for another directory,
+/// each of its files would be found there, so a few tell.
+const ALIAS_SAMPLE: usize = 16;
 
 /// The longest problem text handed to a policy: one bad file must not make
 /// the request large.
@@ -164,6 +217,19 @@ pub struct Repository {
     /// so is a lock listed with another size or time than when it was read
     /// (other bytes under its name: not restic's doing, read again).
     read_before: std::sync::Mutex<std::collections::HashMap<String, ReadBefore>>,
+    /// What may be removed: the regular files the last listing showed and
+    /// that were read as locks or found unreadable, and the lock files this
+    /// process wrote itself. Nothing else is ever removed.
+    removable: std::sync::Mutex<Removable>,
+}
+
+/// The ids [`Repository::remove_locks`] may remove.
+#[derive(Debug, Default)]
+struct Removable {
+    /// From the last [`Repository::read_locks`].
+    listed: std::collections::HashSet<String>,
+    /// Written by [`Repository::store_lock`] and not removed since.
+    written: std::collections::HashSet<String>,
 }
 
 impl std::fmt::Debug for Repository {
@@ -225,6 +291,7 @@ impl Repository {
             backend,
             key,
             read_before: Default::default(),
+            removable: Default::default(),
         })
     }
 
@@ -254,15 +321,72 @@ impl Repository {
     }
 
     /// Lists and reads every lock, in parallel. A file that cannot be read or
-    /// decoded becomes an [`UnreadableLock`]; a file removed between listing
-    /// and reading is left out; only a failed listing is an error.
+    /// decoded becomes an [`UnreadableLock`]; an entry that is no lock file
+    /// at all a [`ForeignFile`]; a file removed between listing and reading
+    /// is left out. Fails, and leaves nothing removable, when the listing
+    /// fails or when `locks/` is not the repository's own directory: a
+    /// link, or (where the storage cannot show links) a directory whose
+    /// files are found under `keys/`, `snapshots/`, `index/` or `data/` too.
     pub fn read_locks(&self) -> Result<LockSet, RepoError> {
-        let files = match self.backend.list(Kind::Lock) {
-            Ok(files) => files,
+        self.removable().listed.clear();
+        let files = self.list_locks()?;
+        let set = self.read_listed(&files)?;
+        let suspects: Vec<&str> = set
+            .unreadable
+            .iter()
+            .map(|u| u.id.as_str())
+            .chain(set.foreign.iter().map(|f| f.id.as_str()))
+            .collect();
+        self.check_not_aliased(&suspects)?;
+        let regular: std::collections::HashSet<&str> = files
+            .iter()
+            .filter(|f| f.entry == EntryKind::File)
+            .map(|f| f.name.as_str())
+            .collect();
+        self.removable().listed = set
+            .locks
+            .iter()
+            .map(|l| l.id.as_str())
+            .chain(set.unreadable.iter().map(|u| u.id.as_str()))
+            .filter(|id| regular.contains(id))
+            .map(str::to_owned)
+            .collect();
+        Ok(set)
+    }
+
+    /// The ids in `locks/` now (a listing, nothing read), after checking
+    /// that `locks/` is a directory of the repository's own.
+    pub fn lock_ids(&self) -> Result<std::collections::HashSet<String>, RepoError> {
+        Ok(self.list_locks()?.into_iter().map(|f| f.name).collect())
+    }
+
+    /// The listing of `locks/` (none when there is no `locks/`, as restic
+    /// takes it), refused when `locks/` is anything but a directory.
+    fn list_locks(&self) -> Result<Vec<FileInfo>, RepoError> {
+        let shown = || self.location.redacted();
+        match self.backend.dir_kind(Kind::Lock) {
+            Ok(None) => return Ok(Vec::new()),
+            Ok(Some(EntryKind::Directory | EntryKind::Unknown)) => {}
+            Ok(Some(other)) => {
+                return Err(RepoError::NotLockDirectory {
+                    location: shown(),
+                    why: format!("locks/ is {}", other.describe()),
+                });
+            }
+            Err(e) => return Err(failed(&shown(), e)),
+        }
+        match self.backend.list(Kind::Lock) {
+            Ok(files) => Ok(files),
             // restic, too, takes a missing locks/ for no locks.
-            Err(BackendError::NotFound(_)) => Vec::new(),
-            Err(e) => return Err(failed(&self.location.redacted(), e)),
-        };
+            Err(BackendError::NotFound(_)) => Ok(Vec::new()),
+            Err(e) => Err(failed(&shown(), e)),
+        }
+    }
+
+    /// Reads the listed files that are new since the last read (a lock
+    /// file's name is the hash of its contents), in parallel, and returns
+    /// every one in the listing's order.
+    fn read_listed(&self, files: &[FileInfo]) -> Result<LockSet, RepoError> {
         let mut known = self
             .read_before
             .lock()
@@ -282,9 +406,8 @@ impl Repository {
         {
             fresh.insert(file.name.as_str(), read);
         }
-        // In the listing's order, each lock read now or before.
         let mut set = LockSet::default();
-        for file in &files {
+        for file in files {
             match fresh.remove(file.name.as_str()) {
                 Some(Read::Lock(lock)) => {
                     known.insert(
@@ -297,17 +420,19 @@ impl Repository {
                     );
                     set.locks.push(lock);
                 }
-                // Not remembered: the next check tries again.
-                Some(Read::Unreadable(u)) => {
-                    known.remove(&file.name);
-                    set.unreadable.push(u);
-                }
-                Some(Read::Vanished) => {
-                    known.remove(&file.name);
-                }
                 None => set
                     .locks
                     .extend(known.get(&file.name).map(|k| k.lock.clone())),
+                // Not remembered: the next check looks again.
+                Some(other) => {
+                    known.remove(&file.name);
+                    match other {
+                        Read::Unreadable(u) => set.unreadable.push(u),
+                        Read::Foreign(f) => set.foreign.push(f),
+                        Read::Failed(e) => return Err(failed(&self.location.redacted(), e)),
+                        Read::Vanished | Read::Lock(_) => {}
+                    }
+                }
             }
         }
         Ok(set)
@@ -316,6 +441,14 @@ impl Repository {
     /// Reads and decodes one listed lock file.
     fn read_lock(&self, file: &FileInfo) -> Read {
         let stored_at = crate::time::plausible_stored_at(file.modified);
+        let foreign = |size: u64, what: String| {
+            Read::Foreign(ForeignFile {
+                id: file.name.clone(),
+                what,
+                size,
+                stored_at,
+            })
+        };
         let unreadable = |size: u64, problem: String| {
             Read::Unreadable(UnreadableLock {
                 id: file.name.clone(),
@@ -325,6 +458,9 @@ impl Repository {
                 first_seen: None,
             })
         };
+        if let EntryKind::Directory | EntryKind::Other(_) = file.entry {
+            return foreign(0, file.entry.describe().to_owned());
+        }
         let listed = file.size.unwrap_or(0);
         let limit = Kind::Lock.limit();
         if listed > limit {
@@ -339,27 +475,143 @@ impl Repository {
             // Removed between listing and reading (its holder refreshed or
             // finished): simply no longer there.
             Err(BackendError::NotFound(_)) => return Read::Vanished,
+            Err(BackendError::NotAFile { entry, .. }) => {
+                return foreign(0, entry.describe().to_owned());
+            }
             Err(e @ BackendError::TooLarge { size, .. }) => return unreadable(size, e.to_string()),
+            Err(e @ (BackendError::Denied(_) | BackendError::Unreachable(_))) => {
+                return Read::Failed(e);
+            }
             Err(e) => return unreadable(listed, format!("cannot read: {e}")),
         };
         let decoded = match &self.key {
             Some(key) => lockfile::decode(&file.name, &bytes, key),
             None => lockfile::parse(&file.name, &bytes),
         };
+        let size = bytes.len() as u64;
         match decoded {
             Ok(lock) => Read::Lock(Lock { stored_at, ..lock }),
-            Err(problem) => unreadable(bytes.len() as u64, problem),
+            Err(lockfile::DecodeError::Misplaced(what)) => foreign(size, what),
+            Err(lockfile::DecodeError::Unreadable(problem)) => unreadable(size, problem),
         }
     }
 
-    /// Deletes `locks/<id>`. An id that is already gone counts as removed.
-    /// A backend that cannot remove ([`Capabilities::remove`]) is refused
-    /// here, before it is asked.
+    /// Fails when one of the first [`ALIAS_SAMPLE`] `suspects` (files under
+    /// `locks/` that are no locks) is also in `keys/`, `snapshots/`,
+    /// `index/` or `data/`: then `locks/` shows another directory (a link
+    /// the storage follows, a bind mount), and nothing in it may be
+    /// removed. A look that fails is doubt, and fails too. Where nothing
+    /// can be removed anyway, nobody looks.
+    fn check_not_aliased(&self, suspects: &[&str]) -> Result<(), RepoError> {
+        if !self.capabilities().remove || suspects.is_empty() {
+            return Ok(());
+        }
+        let looks: Vec<(&str, Kind)> = suspects
+            .iter()
+            .take(ALIAS_SAMPLE)
+            .flat_map(|id| Kind::OTHERS.map(|kind| (*id, kind)))
+            .collect();
+        let workers = self.capabilities().parallel_reads.max(1);
+        let shown = || self.location.redacted();
+        for ((id, kind), found) in looks
+            .iter()
+            .zip(parallel_map(&looks, workers, |(id, kind)| {
+                self.backend.stat(*kind, id)
+            }))
+        {
+            match found {
+                Ok(None) => {}
+                Ok(Some(_)) => {
+                    return Err(RepoError::NotLockDirectory {
+                        location: shown(),
+                        why: format!(
+                            "locks/{0} is no lock, and {1}/ holds a file of that name too:                              locks/ shows the files of {1}/",
+                            lockfile::short(id),
+                            kind.dir()
+                        ),
+                    });
+                }
+                Err(e) => return Err(failed(&shown(), e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes `locks/<id>` ([`Repository::remove_locks`] for one id).
     pub fn remove_lock(&self, id: &str) -> Result<Removal, RepoError> {
-        self.check_removable()?;
-        self.backend
-            .remove(id)
-            .map_err(|e| failed(&self.location.redacted(), e))
+        self.remove_locks(&[id])
+            .pop()
+            .unwrap_or(Ok(Removal::AlreadyGone))
+    }
+
+    /// Deletes each `locks/<id>`, in parallel, and says for each what
+    /// happened; the one place that decides it for every backend:
+    ///
+    /// - only an id the last [`Repository::read_locks`] listed as a regular
+    ///   file and read as a lock or found unreadable, or one this process
+    ///   wrote itself, is removed; anything else is refused before the
+    ///   storage is asked;
+    /// - a backend that cannot remove ([`Capabilities::remove`]) is refused
+    ///   here, before it is asked;
+    /// - when a delete fails, `locks/` is listed once more: an id no longer
+    ///   there is [`Removal::AlreadyGone`] (whatever the delete answered),
+    ///   one still there keeps its error.
+    pub fn remove_locks(&self, ids: &[&str]) -> Vec<Result<Removal, RepoError>> {
+        if let Err(e) = self.check_removable() {
+            return ids.iter().map(|_| Err(self.same(&e))).collect();
+        }
+        let shown = self.location.redacted();
+        let mut outcomes: Vec<Result<Removal, RepoError>> =
+            parallel_map(ids, REMOVE_WORKERS, |id| {
+                self.permitted(id)?;
+                self.backend.remove(id).map_err(|e| failed(&shown, e))
+            });
+        let failed_deletes = ids
+            .iter()
+            .zip(&outcomes)
+            .any(|(_, o)| matches!(o, Err(e) if !matches!(e, RepoError::NotRemovable { .. })));
+        if failed_deletes && let Ok(left) = self.lock_ids() {
+            for (id, outcome) in ids.iter().zip(outcomes.iter_mut()) {
+                let refused = matches!(outcome, Err(RepoError::NotRemovable { .. }));
+                if outcome.is_err() && !refused && !left.contains(*id) {
+                    *outcome = Ok(Removal::AlreadyGone);
+                }
+            }
+        }
+        outcomes
+    }
+
+    /// Whether `id` may be removed ([`Repository::remove_locks`]).
+    fn permitted(&self, id: &str) -> Result<(), RepoError> {
+        let removable = self.removable();
+        if removable.listed.contains(id) || removable.written.contains(id) {
+            return Ok(());
+        }
+        Err(RepoError::NotRemovable {
+            location: self.location.redacted(),
+            id: lockfile::short(id).to_owned(),
+            why: "this run did not list it as a regular lock file in locks/, nor write it".into(),
+        })
+    }
+
+    fn removable(&self) -> std::sync::MutexGuard<'_, Removable> {
+        self.removable
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A copy of a capability refusal, one per id.
+    fn same(&self, e: &RepoError) -> RepoError {
+        match e {
+            RepoError::RemovalUnsupported { location, backend } => RepoError::RemovalUnsupported {
+                location: location.clone(),
+                backend,
+            },
+            other => RepoError::Other {
+                location: self.location.redacted(),
+                cause: other.to_string(),
+            },
+        }
     }
 
     /// `lock` sealed as restic stores a lock file (its `id` is ignored), with
@@ -382,9 +634,11 @@ impl Repository {
         Ok(SealedLock { id, stored })
     }
 
-    /// Writes a sealed lock to `locks/<id>`. When this fails, the file may
-    /// still have been stored (a timeout after the server acted).
+    /// Writes a sealed lock to `locks/<id>`, which this process may then
+    /// remove. When this fails, the file may still have been stored (a
+    /// timeout after the server acted).
     pub fn store_lock(&self, lock: &SealedLock) -> Result<(), RepoError> {
+        self.removable().written.insert(lock.id.clone());
         self.backend
             .write_lock(&lock.id, &lock.stored)
             .map_err(|e| failed(&self.location.redacted(), e))
@@ -403,6 +657,9 @@ impl Repository {
         }
     }
 }
+
+/// How many lock files are deleted at once.
+const REMOVE_WORKERS: usize = 8;
 
 /// A lock read before, with the size and time its listing gave then.
 struct ReadBefore {

@@ -1,9 +1,11 @@
 //! The repository reader over the in-memory and fault-injecting backends:
 //! every path from storage to lock set, without restic or a server.
 
+use std::sync::Arc;
+
 use super::backend::{
-    Backend, BackendError, Capabilities, Contents, Fault, FaultyBackend, Kind, MemoryBackend,
-    Operation, Removal,
+    Backend, BackendError, Capabilities, Contents, EntryKind, Fault, FaultyBackend, Kind,
+    MemoryBackend, Operation, Removal,
 };
 use super::crypto::Key;
 use super::location::Location;
@@ -181,6 +183,17 @@ fn a_failed_read_makes_one_lock_unreadable_and_a_failed_listing_an_error() {
     assert_eq!(set.locks.len(), 1);
     assert!(set.unreadable[0].problem.contains("disk on fire"));
 
+    // A refusal of the credentials is about the storage, not the file: the
+    // whole read fails (exit 13), as a refused listing does.
+    let (backend, ids) = repository_with(&[10, 11]);
+    let refused = FaultyBackend::new(backend)
+        .fail(Fault::always(Operation::Read, BackendError::Denied("403".into())).on(&ids[1]));
+    let result = open(refused).expect("opens").read_locks();
+    assert!(
+        matches!(result, Err(RepoError::Denied { .. })),
+        "{result:?}"
+    );
+
     let (backend, _) = repository_with(&[10]);
     let down = FaultyBackend::new(backend).fail(
         Fault::always(
@@ -210,6 +223,7 @@ fn a_failed_read_makes_one_lock_unreadable_and_a_failed_listing_an_error() {
 fn removal_is_by_id_and_only_where_the_backend_can() {
     let (backend, ids) = repository_with(&[10]);
     let repo = open(backend).expect("opens");
+    repo.read_locks().expect("reads");
     assert_eq!(
         repo.remove_lock(&ids[0]).expect("removes"),
         Removal::Removed
@@ -220,7 +234,7 @@ fn removal_is_by_id_and_only_where_the_backend_can() {
     );
     assert!(matches!(
         repo.remove_lock("../config"),
-        Err(RepoError::Other { .. })
+        Err(RepoError::NotRemovable { .. })
     ));
 
     let (backend, ids) = repository_with(&[10]);
@@ -301,4 +315,199 @@ fn an_impossible_storage_time_is_no_age_evidence() {
         .collect();
     assert_eq!(stored[&empty], None, "mtime i64::MIN is no age");
     assert_eq!(stored[&garbage], Some(real), "a real time is kept");
+}
+
+/// A repository over a fault-injecting memory backend, read once, with a
+/// handle on the backend and its master key.
+fn faulty_repository() -> (Repository, Arc<FaultyBackend<MemoryBackend>>, Key) {
+    let (memory, key) = MemoryBackend::init(PASSWORD);
+    let backend = Arc::new(FaultyBackend::new(memory));
+    let repo = open(backend.clone()).expect("opens");
+    (repo, backend, key)
+}
+
+#[test]
+fn only_what_the_last_listing_showed_as_a_lock_file_or_this_process_wrote_is_removed() {
+    let (repo, backend, key) = faulty_repository();
+    let listed = backend.inner().put_lock(&key, &lock_json("h", 1));
+    // Not listed yet: refused before the storage is asked.
+    let early = repo.remove_lock(&listed);
+    assert!(
+        matches!(early, Err(RepoError::NotRemovable { .. })),
+        "{early:?}"
+    );
+    assert_eq!(backend.calls(Operation::Remove), 0);
+    repo.read_locks().expect("reads");
+    let later = backend.inner().put_lock(&key, &lock_json("h", 2));
+    assert!(matches!(
+        repo.remove_lock(&later),
+        Err(RepoError::NotRemovable { .. })
+    ));
+    assert_eq!(repo.remove_lock(&listed).expect("listed"), Removal::Removed);
+    let own = repo
+        .seal_lock(&crate::hold::own_lock(false))
+        .expect("seals");
+    repo.store_lock(&own).expect("writes");
+    assert_eq!(repo.remove_lock(&own.id).expect("ours"), Removal::Removed);
+    assert_eq!(backend.inner().names(Kind::Lock), vec![later]);
+}
+
+#[test]
+fn entries_that_are_no_lock_files_are_foreign_kept_and_never_removed() {
+    let (repo, backend, key) = faulty_repository();
+    let lock = backend.inner().put_lock(&key, &lock_json("h", 1));
+    let dir = "d".repeat(64);
+    let link = "c".repeat(64);
+    let fifo = "b".repeat(64);
+    backend
+        .inner()
+        .put_entry(Kind::Lock, &dir, EntryKind::Directory, Vec::new());
+    let symlink = EntryKind::Other("a symbolic link");
+    backend
+        .inner()
+        .put_entry(Kind::Lock, &link, symlink, Vec::new());
+    backend
+        .inner()
+        .put_entry(Kind::Lock, &fifo, EntryKind::Other("a FIFO"), Vec::new());
+    let set = repo.read_locks().expect("reads");
+    assert_eq!(set.locks.len(), 1);
+    assert!(set.unreadable.is_empty(), "{:?}", set.unreadable);
+    let foreign: Vec<(&str, &str)> = set
+        .foreign
+        .iter()
+        .map(|f| (f.id.as_str(), f.what.as_str()))
+        .collect();
+    assert!(
+        foreign.contains(&(dir.as_str(), "a directory")),
+        "{foreign:?}"
+    );
+    assert!(
+        foreign.contains(&(link.as_str(), "a symbolic link")),
+        "{foreign:?}"
+    );
+    assert!(foreign.contains(&(fifo.as_str(), "a FIFO")), "{foreign:?}");
+    for id in [&dir, &link, &fifo] {
+        let refused = repo.remove_lock(id);
+        assert!(
+            matches!(refused, Err(RepoError::NotRemovable { .. })),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(repo.remove_lock(&lock).expect("a lock"), Removal::Removed);
+    assert_eq!(backend.calls(Operation::Remove), 1);
+    assert_eq!(backend.inner().names(Kind::Lock).len(), 3);
+}
+
+#[test]
+fn a_locks_directory_that_is_no_directory_is_refused_whole() {
+    for what in [
+        EntryKind::Other("a symbolic link"),
+        EntryKind::File,
+        EntryKind::Other("a FIFO"),
+    ] {
+        let (repo, backend, key) = faulty_repository();
+        let id = backend.inner().put_lock(&key, &lock_json("h", 1));
+        backend.inner().set_dir_kind(Kind::Lock, Some(what));
+        let refused = repo.read_locks();
+        assert!(
+            matches!(refused, Err(RepoError::NotLockDirectory { .. })),
+            "{what:?}: {refused:?}"
+        );
+        assert!(matches!(
+            repo.remove_lock(&id),
+            Err(RepoError::NotRemovable { .. })
+        ));
+        assert!(repo.lock_ids().is_err());
+    }
+}
+
+#[test]
+fn other_restic_files_under_locks_are_misplaced_and_kept() {
+    let (repo, backend, key) = faulty_repository();
+    // A snapshot, sealed with the master key, under a name of its own.
+    let snapshot = br#"{"time":"2020-01-02T03:04:05Z","tree":"ab","paths":["/d"],"hostname":"vm","username":"root"}"#;
+    let (id, stored) = crate::repo::lockfile::seal(&key, snapshot, [7; 16]);
+    backend.inner().put(Kind::Lock, &id, stored);
+    backend.inner().set_modified(Kind::Lock, &id, 0);
+    let set = repo
+        .read_locks()
+        .expect("reads: nothing says locks/ is another directory");
+    assert_eq!(set.foreign.len(), 1);
+    assert!(
+        set.foreign[0].what.starts_with("a restic snapshot"),
+        "{:?}",
+        set.foreign
+    );
+    assert!(set.unreadable.is_empty());
+    assert!(repo.remove_lock(&id).is_err());
+}
+
+#[test]
+fn files_under_locks_found_in_another_directory_show_an_alias_and_nothing_is_removed() {
+    for other in Kind::OTHERS {
+        let (repo, backend, key) = faulty_repository();
+        let lock = backend.inner().put_lock(&key, &lock_json("h", 1));
+        let name = "a".repeat(64);
+        backend
+            .inner()
+            .put(Kind::Lock, &name, b"PACK bytes".to_vec());
+        backend.inner().put(other, &name, b"PACK bytes".to_vec());
+        let refused = repo.read_locks();
+        let Err(RepoError::NotLockDirectory { why, .. }) = refused else {
+            panic!("{other:?}: {refused:?}");
+        };
+        assert!(why.contains(other.dir()), "{why}");
+        assert!(repo.remove_lock(&lock).is_err(), "{other:?}");
+        assert_eq!(backend.calls(Operation::Remove), 0);
+    }
+}
+
+#[test]
+fn a_look_elsewhere_that_fails_is_doubt_and_fails_the_read() {
+    let (repo, backend, _) = faulty_repository();
+    backend
+        .inner()
+        .put(Kind::Lock, &"a".repeat(64), b"junk".to_vec());
+    backend
+        .inner()
+        .put(Kind::Lock, &"b".repeat(64), b"junk".to_vec());
+    backend.inject(
+        Fault::always(Operation::Stat, BackendError::Unreachable("down".into())).of(Kind::Index),
+    );
+    let refused = repo.read_locks();
+    assert!(
+        matches!(refused, Err(RepoError::Unreachable { .. })),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_failed_delete_is_decided_by_listing_again() {
+    let (repo, backend, key) = faulty_repository();
+    let gone = backend.inner().put_lock(&key, &lock_json("h", 1));
+    let stays = backend.inner().put_lock(&key, &lock_json("h", 2));
+    repo.read_locks().expect("reads");
+    // rclone answers the delete of a vanished file with a 500.
+    backend
+        .inner()
+        .remove(&gone)
+        .expect("someone else removes it");
+    for id in [&gone, &stays] {
+        backend.inject(
+            Fault::always(
+                Operation::Remove,
+                BackendError::Other("answered 500".into()),
+            )
+            .on(id),
+        );
+    }
+    let listings = backend.calls(Operation::List);
+    let outcomes = repo.remove_locks(&[gone.as_str(), stays.as_str()]);
+    assert_eq!(outcomes[0].as_ref().ok(), Some(&Removal::AlreadyGone));
+    assert!(outcomes[1].is_err(), "{:?}", outcomes[1]);
+    assert_eq!(
+        backend.calls(Operation::List) - listings,
+        1,
+        "one listing decides for both"
+    );
 }
