@@ -1,7 +1,10 @@
 //! What kind of failure an error is, for every error type of this library:
-//! the one place the command line's exit codes come from.
+//! each error says its own [`ErrorKind`] ([`Classify`]), wrappers the kind
+//! of what they wrap, and the command line's exit codes come from that kind
+//! alone.
 
 use crate::evidence::EvidenceError;
+use crate::hold::HoldError;
 use crate::repo::location::LocationError;
 use crate::repo::{PasswordError, RepoError};
 use crate::runtime::{LoadError, PluginError};
@@ -22,7 +25,9 @@ pub enum ErrorKind {
     Denied,
     /// The storage cannot be reached.
     Unreachable,
-    /// Anything else; nothing was removed after it.
+    /// A lock could not be taken or kept (`hold`): restic's "cannot lock".
+    Locked,
+    /// Anything else.
     Failed,
 }
 
@@ -110,28 +115,25 @@ macro_rules! usage {
 }
 usage!(UsageError, LocationError, EvidenceError, ConfigError);
 
-/// The kind of `error` if it is one of this library's errors.
-pub fn kind_of(error: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
-    macro_rules! try_as {
-        ($($t:ty),*) => {$(
-            if let Some(e) = error.downcast_ref::<$t>() {
-                return Some(e.kind());
+/// Errors that are none of the kinds a user tells apart.
+macro_rules! failed {
+    ($($t:ty),*) => {$(
+        impl Classify for $t {
+            fn kind(&self) -> ErrorKind {
+                ErrorKind::Failed
             }
-        )*};
+        }
+    )*};
+}
+failed!(crate::oci::OciError);
+
+impl Classify for HoldError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            HoldError::Locked(_) | HoldError::Lost(_) => ErrorKind::Locked,
+            HoldError::Repo(e) => e.kind(),
+        }
     }
-    try_as!(
-        RepoError,
-        PluginError,
-        LoadError,
-        WardenError,
-        WatchError,
-        PasswordError,
-        UsageError,
-        LocationError,
-        EvidenceError,
-        ConfigError
-    );
-    None
 }
 
 #[cfg(test)]
@@ -140,13 +142,13 @@ mod tests {
 
     #[test]
     fn wrappers_take_the_kind_of_what_they_wrap() {
-        let wrong = RepoError::WrongPassword {
+        let wrong = || RepoError::WrongPassword {
             location: "/r".into(),
             detail: "1 tried".into(),
         };
-        let wrapped = WardenError::Repo(wrong);
-        assert_eq!(kind_of(&wrapped), Some(ErrorKind::WrongPassword));
-        assert_eq!(kind_of(&PasswordError::Empty), Some(ErrorKind::Usage));
-        assert_eq!(kind_of(&std::fmt::Error), None);
+        assert_eq!(WardenError::Repo(wrong()).kind(), ErrorKind::WrongPassword);
+        assert_eq!(HoldError::Repo(wrong()).kind(), ErrorKind::WrongPassword);
+        assert_eq!(HoldError::Lost("gone".into()).kind(), ErrorKind::Locked);
+        assert_eq!(PasswordError::Empty.kind(), ErrorKind::Usage);
     }
 }

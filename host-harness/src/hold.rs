@@ -5,9 +5,11 @@
 //! [`CHECK_DELAY`] the locks are read again and any conflict but our own
 //! lock undoes it (two takers racing both back off rather than both win).
 //! Refreshing: a new lock file with the current time, then the old one
-//! removed, every [`REFRESH_INTERVAL`]. An old file someone else removed
-//! means the lock was lost. A holder that cannot refresh for 4.5 intervals
-//! (restic: 22.5 minutes) gives up before its lock looks stale to others.
+//! removed, every [`REFRESH_INTERVAL`]. Whether the lock is still held is
+//! decided by looking, never by what a delete answered: the lock is lost
+//! when a fresh listing no longer shows the file that stands for it. A
+//! holder that cannot refresh for 4.5 intervals (restic: 22.5 minutes)
+//! gives up before its lock looks stale to others.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -69,13 +71,18 @@ pub fn conflict(set: &LockSet, exclusive: bool, own: Option<&str>) -> Option<Str
             crate::time::format_rfc3339(lock.time),
         ));
     }
-    set.unreadable.iter().find(|u| other(&u.id)).map(|u| {
-        format!(
-            "by a lock file lockwarden cannot read ({}: {})",
-            short(&u.id),
-            escape(&u.problem)
-        )
-    })
+    let unreadable = set.unreadable.iter().map(|u| (&u.id, &u.problem));
+    let foreign = set.foreign.iter().map(|f| (&f.id, &f.what));
+    unreadable
+        .chain(foreign)
+        .find(|(id, _)| other(id))
+        .map(|(id, problem)| {
+            format!(
+                "by a lock file lockwarden cannot read ({}: {})",
+                short(id),
+                escape(problem)
+            )
+        })
 }
 
 /// The lock that this process would write: this machine's hostname, this
@@ -154,6 +161,10 @@ impl<'r> Holder<'r> {
         };
         std::thread::sleep(CHECK_DELAY);
         let found = match repo.read_locks() {
+            Ok(set) if !set.locks.iter().any(|l| l.id == id) => Some(HoldError::Lost(format!(
+                "lock {} was not in locks/ after it was written",
+                short(&id)
+            ))),
             Ok(set) => locked(&set, Some(&id)),
             Err(e) => Some(HoldError::Repo(e)),
         };
@@ -183,8 +194,11 @@ impl<'r> Holder<'r> {
     }
 
     /// Writes a new lock file with the current time, then removes the old
-    /// one. When the old one is already gone, someone removed our lock: the
-    /// new file is removed too and the lock is [`HoldError::Lost`].
+    /// one. Whatever the write answered, a fresh listing then decides: when
+    /// the file that stands for the lock is no longer there, someone
+    /// removed the lock (`restic unlock --remove-all`, say), and it is
+    /// [`HoldError::Lost`]; the new file is removed too. Any other failure
+    /// leaves the lock as it was, to be refreshed again soon.
     pub fn refresh(&self) -> Result<(), HoldError> {
         let stamped = Instant::now();
         let fresh = Lock {
@@ -192,10 +206,28 @@ impl<'r> Holder<'r> {
             ..self.template.clone()
         };
         let sealed = self.repo.seal_lock(&fresh)?;
-        if let Err(e) = self.repo.store_lock(&sealed) {
-            // The storage may have kept it all the same: removed later.
+        let written = self.repo.store_lock(&sealed);
+        let listed = self.repo.lock_ids();
+        let current = self.id();
+        if let Ok(ids) = &listed
+            && !ids.contains(&current)
+        {
+            return Err(self.lost(&current, sealed.id));
+        }
+        let listed = match (written, listed) {
+            (Ok(()), Ok(ids)) => ids,
+            (Err(e), _) | (Ok(()), Err(e)) => {
+                // The storage may have kept the new file all the same.
+                self.held().leftovers.push(sealed.id);
+                return Err(e.into());
+            }
+        };
+        if !listed.contains(&sealed.id) {
             self.held().leftovers.push(sealed.id);
-            return Err(e.into());
+            return Err(HoldError::Repo(RepoError::Other {
+                location: self.repo.location().redacted(),
+                cause: "the new lock file was written but is not listed".into(),
+            }));
         }
         let old = {
             let mut held = self.held();
@@ -204,17 +236,10 @@ impl<'r> Holder<'r> {
             std::mem::replace(&mut held.id, sealed.id)
         };
         match self.repo.remove_lock(&old) {
-            Ok(Removal::Removed) => {
-                self.remove_leftovers();
-                Ok(())
-            }
-            Ok(Removal::AlreadyGone) => {
-                self.release();
-                Err(HoldError::Lost(format!(
-                    "lock {} was removed by someone else",
-                    short(&old)
-                )))
-            }
+            Ok(Removal::Removed) => self.remove_leftovers(),
+            // Gone between the listing and the delete: someone is removing
+            // our files; the new one must still be there.
+            Ok(Removal::AlreadyGone) => self.still_listed()?,
             Err(e) => {
                 tracing::warn!(
                     "could not remove the previous lock {} (tried again later): {}",
@@ -222,9 +247,32 @@ impl<'r> Holder<'r> {
                     escape(&e.to_string())
                 );
                 self.held().leftovers.push(old);
-                Ok(())
             }
         }
+        Ok(())
+    }
+
+    /// Fails with [`HoldError::Lost`] when a fresh listing does not show the
+    /// file that stands for the lock (a failed listing is not loss).
+    fn still_listed(&self) -> Result<(), HoldError> {
+        let current = self.id();
+        match self.repo.lock_ids() {
+            Ok(ids) if !ids.contains(&current) => Err(self.lost(&current, String::new())),
+            _ => Ok(()),
+        }
+    }
+
+    /// The lock is lost: `current` is gone; `written` (if any) and the files
+    /// left over are removed.
+    fn lost(&self, current: &str, written: String) -> HoldError {
+        if !written.is_empty() {
+            self.held().leftovers.push(written);
+        }
+        self.remove_leftovers();
+        HoldError::Lost(format!(
+            "lock {} is no longer in locks/: someone removed it",
+            short(current)
+        ))
     }
 
     /// Refreshes every `every` until `quit`, retrying a failed refresh every

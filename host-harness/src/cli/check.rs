@@ -7,8 +7,8 @@ use clap::Args;
 use lockwarden::textfile;
 use lockwarden::warden::{Act, Report};
 
-use super::code;
 use super::judge::{Judge, JudgeArgs, report_text, summary};
+use super::{Failure, Outcome, code};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -24,7 +24,7 @@ pub struct CheckArgs {
     textfile: Option<PathBuf>,
 }
 
-pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &CheckArgs) -> Outcome<ExitCode> {
     let checked = check(&args.judge);
     if let Some(dir) = &args.textfile {
         write_textfile(args, dir, checked.as_ref().ok().map(|(_, r)| r), &checked)?;
@@ -33,7 +33,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let policy = &judge.warden.policy;
     let stale = report.assessment.verdicts.stale().count();
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report.to_json(policy))?);
+        outln!("{}", super::json_text(&report.to_json(policy)));
     } else {
         outln!("{}", report_text(&report, policy).trim_end());
         outln!(
@@ -48,7 +48,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn check(args: &JudgeArgs) -> anyhow::Result<(Judge, Report)> {
+fn check(args: &JudgeArgs) -> Outcome<(Judge, Report)> {
     let judge = args.open()?;
     let report = judge.run(Act::Judge)?;
     Ok((judge, report))
@@ -61,8 +61,8 @@ fn write_textfile<T>(
     args: &CheckArgs,
     dir: &std::path::Path,
     report: Option<&Report>,
-    checked: &anyhow::Result<T>,
-) -> anyhow::Result<()> {
+    checked: &Outcome<T>,
+) -> Outcome<()> {
     let location = args.judge.repo.location()?.redacted();
     let now = report.map_or_else(lockwarden::time::now, |r| r.assessment.now);
     let key = textfile::key(&location);
@@ -79,6 +79,6 @@ fn write_textfile<T>(
             tracing::error!("{}", lockwarden::text::escape(&e.to_string()));
             Ok(())
         }
-        Err(e) => Err(e.into()),
+        Err(e) => Err(Failure::failed(e)),
     }
 }

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use lockwarden::evidence::{ProcessId, process_tree};
 use lockwarden::watch::Stop;
+
+use super::{Failure, Outcome};
 use rustix::process::{Pid, Signal, kill_process};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::SignalsInfo;
@@ -82,10 +83,10 @@ impl Interrupt {
 /// kernel sent (a terminal's Ctrl-C, which reaches the command too) is not
 /// sent a second time: some programs take a second interrupt for "abort
 /// now, without cleaning up".
-pub fn forward_signals(child: ChildPid) -> anyhow::Result<Arc<Interrupt>> {
+pub fn forward_signals(child: ChildPid) -> Outcome<Arc<Interrupt>> {
     let interrupt = Arc::new(Interrupt::default());
     let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM])
-        .context("cannot install signal handlers")?;
+        .map_err(|e| Failure::failed(e).context("cannot install signal handlers"))?;
     let seen = interrupt.clone();
     std::thread::spawn(move || {
         for origin in signals.forever() {

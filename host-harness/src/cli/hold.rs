@@ -14,7 +14,6 @@ use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 use lockwarden::hold::{HoldError, Holder, REFRESH_INTERVAL};
 use lockwarden::repo::lockfile::short;
@@ -24,8 +23,8 @@ use lockwarden::watch::Stop;
 use super::child::{
     ChildPid, Interrupt, RetryLock, exit_code, forward_signals, spawn_tracked, stop_tree,
 };
-use super::code;
 use super::judge::JudgeArgs;
+use super::{Failure, Outcome, UsageError, code};
 
 /// How long a command stopped for a lost lock has between SIGTERM and
 /// SIGKILL.
@@ -67,10 +66,10 @@ fn refresh_interval(text: &str) -> Result<Duration, String> {
     }
 }
 
-pub fn run(args: &HoldArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &HoldArgs) -> Outcome<ExitCode> {
     let judge = args.judge.open()?;
     if !judge.repo.capabilities().remove {
-        return Err(super::UsageError(format!(
+        return Err(UsageError(format!(
             "lockwarden reads {} repositories through restic and cannot write a lock there; \
              hold works where lockwarden removes locks (local, rest, sftp, s3, azure, gs, rclone)",
             judge.repo.describe().backend
@@ -138,7 +137,7 @@ fn run_holding(
     holder: &Holder<'_>,
     child_pid: &ChildPid,
     interrupted: &Interrupt,
-) -> anyhow::Result<(u8, bool)> {
+) -> Outcome<(u8, bool)> {
     let exited = Stop::default();
     let quit = Stop::default();
     let lost = AtomicBool::new(false);
@@ -168,18 +167,18 @@ fn run_holding(
 
 /// Runs the command with lockwarden's stdin, stdout and stderr, and waits for
 /// it.
-fn run_command(
-    command: &[OsString],
-    child_pid: &ChildPid,
-    interrupted: &Interrupt,
-) -> anyhow::Result<u8> {
+fn run_command(command: &[OsString], child_pid: &ChildPid, interrupted: &Interrupt) -> Outcome<u8> {
     let mut child = spawn_tracked(
         Command::new(&command[0]).args(&command[1..]),
         child_pid,
         interrupted,
     )
-    .with_context(|| format!("cannot run {}", command[0].to_string_lossy()))?;
-    let status = child.wait().context("waiting for the command");
+    .map_err(|e| {
+        Failure::failed(e).context(format!("cannot run {}", command[0].to_string_lossy()))
+    })?;
+    let status = child
+        .wait()
+        .map_err(|e| Failure::failed(e).context("waiting for the command"));
     child_pid.store(0, Ordering::SeqCst);
     Ok(exit_code(status?))
 }

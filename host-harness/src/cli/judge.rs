@@ -13,10 +13,10 @@ use lockwarden::runtime::Policy;
 use lockwarden::text::escape;
 use lockwarden::warden::{Act, Assessment, Report, Warden, WardenError};
 
-use super::PolicyArgs;
 use super::evidence_args::EvidenceArgs;
 use super::repo_args::RepoArgs;
 use super::shadow_args::ShadowArgs;
+use super::{Outcome, PolicyArgs};
 
 /// Options of every command that judges a repository's locks (`check`,
 /// `unlock`, `run`).
@@ -51,7 +51,7 @@ pub struct Judge {
 impl JudgeArgs {
     /// Loads the policy, then opens the repository (so that a broken policy
     /// fails before the slow key derivation).
-    pub fn open(&self) -> anyhow::Result<Judge> {
+    pub fn open(&self) -> Outcome<Judge> {
         let evidence = self.evidence.options().config(self.repo.timeout)?;
         let location = self.repo.location()?;
         let password = self.repo.password()?;

@@ -12,6 +12,7 @@ macro_rules! outln {
 mod check;
 mod child;
 mod evidence_args;
+mod failure;
 mod hold;
 mod judge;
 mod policy;
@@ -26,7 +27,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use lockwarden::error::ErrorKind;
 use lockwarden::oci::Registry;
 use lockwarden::runtime::{ArtifactCache, Limits, Policy, PolicySource, Runtime};
 
@@ -60,6 +60,7 @@ pub mod code {
             ErrorKind::WrongPassword => WRONG_PASSWORD,
             ErrorKind::Denied => DENIED,
             ErrorKind::Unreachable => UNREACHABLE,
+            ErrorKind::Locked => LOCKED,
             ErrorKind::Failed => ERROR,
         }
     }
@@ -195,7 +196,7 @@ pub struct PolicyArgs {
 
 impl PolicyArgs {
     /// Starts a runtime and loads the chosen policy.
-    fn load(&self) -> anyhow::Result<(Runtime, Policy)> {
+    fn load(&self) -> Outcome<(Runtime, Policy)> {
         let runtime = self.runtime()?;
         let source = self.policy.clone().unwrap_or(PolicySource::Builtin);
         let policy = runtime.load_from(&source, &self.registry())?;
@@ -217,15 +218,21 @@ impl PolicyArgs {
     }
 
     /// Starts a runtime with these limits and this cache.
-    fn runtime(&self) -> anyhow::Result<Runtime> {
+    fn runtime(&self) -> Outcome<Runtime> {
         let cache = self.cache_dir().map(ArtifactCache::new);
         let limits = Limits {
             deadline: self.policy_timeout,
             memory: self.policy_memory.saturating_mul(1 << 20),
         };
-        Runtime::new(limits, cache)
-            .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))
+        Runtime::new(limits, cache).map_err(engine_failed)
     }
+}
+
+/// Why the WebAssembly engine could not start.
+fn engine_failed(e: impl std::fmt::Display) -> Failure {
+    Failure::failed(anyhow::anyhow!(
+        "cannot start the WebAssembly engine: {e:#}"
+    ))
 }
 
 /// Parses a duration as Go (and restic) do: `90s`, `30m`, `1.5h`, `1h30m`.
@@ -234,7 +241,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Runs the parsed command.
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+pub fn run(cli: Cli) -> Outcome<ExitCode> {
     init_logging(
         cli.log_format,
         matches!(
@@ -252,13 +259,17 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The exit code for an error: the kind of the outermost library error in
-/// its chain (each wrapper knows the kind of what it wraps).
-pub fn exit_code(error: &anyhow::Error) -> u8 {
-    let kind = error.chain().find_map(lockwarden::error::kind_of);
-    code::of(kind.unwrap_or(ErrorKind::Failed))
+/// A JSON document as the commands print it (a `Value` always serializes).
+pub fn json_text(doc: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(doc).unwrap_or_default()
 }
 
+/// The exit code for a failure: the one its kind gives.
+pub fn exit_code(failure: &Failure) -> u8 {
+    code::of(failure.kind())
+}
+
+pub use failure::{Context, Failure, Outcome};
 pub use lockwarden::error::UsageError;
 
 #[cfg(test)]
@@ -273,13 +284,14 @@ mod tests {
 
     #[test]
     fn every_documented_exit_code_comes_from_one_kind() {
+        use lockwarden::hold::HoldError;
         use lockwarden::repo::RepoError;
         let location = || "/r".to_owned();
-        let cases: [(anyhow::Error, u8); 5] = [
-            (anyhow::anyhow!("anything"), code::ERROR),
-            (UsageError("bad flag".into()).into(), code::USAGE),
+        let cases: [(Failure, u8); 7] = [
+            (Failure::failed(anyhow::anyhow!("anything")), code::ERROR),
+            (Failure::usage("bad flag"), code::USAGE),
             (
-                anyhow::Error::from(RepoError::NoRepository {
+                Failure::from(RepoError::NoRepository {
                     location: location(),
                     cause: "nothing there".into(),
                 })
@@ -295,9 +307,17 @@ mod tests {
                 code::WRONG_PASSWORD,
             ),
             (lockwarden::repo::PasswordError::Empty.into(), code::USAGE),
+            (
+                HoldError::Repo(RepoError::Denied {
+                    cause: "403".into(),
+                })
+                .into(),
+                code::DENIED,
+            ),
+            (HoldError::Lost("removed".into()).into(), code::LOCKED),
         ];
-        for (error, want) in cases {
-            assert_eq!(exit_code(&error), want, "{error:#}");
+        for (failure, want) in cases {
+            assert_eq!(exit_code(&failure), want, "{failure}");
         }
     }
 

@@ -9,7 +9,7 @@ use lockwarden::limits;
 use lockwarden::repo::location::Location;
 use lockwarden::repo::{Password, PasswordSource};
 
-use super::UsageError;
+use super::{Failure, Outcome, UsageError};
 
 /// `-r/--repo`, `--repository-file`, `-p/--password-file`,
 /// `--password-command`, and RESTIC_PASSWORD, as restic has them.
@@ -51,12 +51,12 @@ fn set<T: AsRef<std::ffi::OsStr>>(value: &Option<T>) -> Option<&T> {
 
 impl RepoArgs {
     /// The repository location: `-r` or the repository file, not both.
-    pub fn location(&self) -> anyhow::Result<Location> {
+    pub fn location(&self) -> Outcome<Location> {
         Ok(Location::parse(&self.location_text()?)?)
     }
 
     /// The repository location as given, for passing on to restic.
-    pub fn location_text(&self) -> anyhow::Result<String> {
+    pub fn location_text(&self) -> Outcome<String> {
         let text = match (set(&self.repo), set(&self.repository_file)) {
             (Some(_), Some(_)) => {
                 return Err(UsageError(
@@ -69,7 +69,10 @@ impl RepoArgs {
             (Some(repo), None) => repo.clone(),
             (None, Some(file)) => {
                 let bytes = read_regular_file(file, limits::REPOSITORY_FILE).map_err(|e| {
-                    anyhow::anyhow!("cannot read repository file {}: it {e}", file.display())
+                    Failure::failed(anyhow::anyhow!(
+                        "cannot read repository file {}: it {e}",
+                        file.display()
+                    ))
                 })?;
                 String::from_utf8(bytes)
                     .map_err(|_| {
@@ -95,7 +98,7 @@ impl RepoArgs {
 
     /// The password, in restic's order: the command, else the file, else
     /// RESTIC_PASSWORD. lockwarden never prompts.
-    pub fn password(&self) -> anyhow::Result<Password> {
+    pub fn password(&self) -> Outcome<Password> {
         let source = match (set(&self.password_command), set(&self.password_file)) {
             (Some(_), Some(_)) => {
                 return Err(UsageError(

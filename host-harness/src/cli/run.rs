@@ -8,12 +8,12 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 use lockwarden::evidence::OwnChildren;
 
 use super::child::{ChildPid, Interrupt, RetryLock, exit_code, forward_signals, spawn_tracked};
 use super::judge::JudgeArgs;
+use super::{Failure, Outcome};
 
 /// restic's message when a lock blocks it (0.9 to 0.19).
 const LOCKED: &str = "repository is already locked";
@@ -33,7 +33,7 @@ pub struct RunArgs {
     command: Vec<OsString>,
 }
 
-pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &RunArgs) -> Outcome<ExitCode> {
     let repository = args.judge.repo.location_text()?;
     let password = args.judge.repo.password()?;
     let children = OwnChildren::default();
@@ -78,20 +78,26 @@ fn run_once(
     children: &OwnChildren,
     child_pid: &AtomicI32,
     interrupted: &Interrupt,
-) -> anyhow::Result<(u8, bool)> {
+) -> Outcome<(u8, bool)> {
     command
         .stdin(Stdio::inherit())
         .stdout(Stdio::inherit())
         .stderr(Stdio::piped());
-    let mut child = spawn_tracked(&mut command, child_pid, interrupted)
-        .with_context(|| format!("cannot run {:?}", command.get_program()))?;
+    let mut child = spawn_tracked(&mut command, child_pid, interrupted).map_err(|e| {
+        Failure::failed(e).context(format!("cannot run {:?}", command.get_program()))
+    })?;
     let pid = child.id();
     if let Ok(mut set) = children.lock() {
         set.insert(i64::from(pid));
     }
-    let stderr = child.stderr.take().context("restic's stderr")?;
+    let stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| Failure::failed(anyhow::anyhow!("restic's stderr was not piped")))?;
     let watcher = std::thread::spawn(move || pass_through(stderr, std::io::stderr()));
-    let status = child.wait().context("waiting for restic")?;
+    let status = child
+        .wait()
+        .map_err(|e| Failure::failed(e).context("waiting for restic"))?;
     child_pid.store(0, Ordering::SeqCst);
     if let Ok(mut set) = children.lock() {
         set.remove(&i64::from(pid));

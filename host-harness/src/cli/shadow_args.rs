@@ -4,13 +4,12 @@
 
 use std::sync::Arc;
 
-use anyhow::Context;
 use clap::Args;
 use lockwarden::runtime::{PolicySource, Runtime};
 use lockwarden::warden::Shadow;
 
-use super::PolicyArgs;
 use super::judge::parse_setting;
+use super::{Context, Outcome, PolicyArgs};
 
 /// Options naming a shadow policy and its settings.
 #[derive(Debug, Args)]
@@ -41,7 +40,7 @@ impl ShadowArgs {
         runtime: &Runtime,
         policy: &PolicyArgs,
         repository: &str,
-    ) -> anyhow::Result<Option<Shadow>> {
+    ) -> Outcome<Option<Shadow>> {
         let Some(source) = &self.shadow_policy else {
             return Ok(None);
         };

@@ -12,6 +12,7 @@ use lockwarden::warden::{Act, Report};
 use serde_json::json;
 
 use super::judge::{JudgeArgs, holder, shadow_text, short, summary};
+use super::{Failure, Outcome};
 
 #[derive(Debug, Args)]
 pub struct UnlockArgs {
@@ -25,7 +26,7 @@ pub struct UnlockArgs {
     dry_run: bool,
 }
 
-pub fn run(args: &UnlockArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &UnlockArgs) -> Outcome<ExitCode> {
     let judge = args.judge.open()?;
     let act = if args.dry_run {
         Act::Judge
@@ -36,16 +37,28 @@ pub fn run(args: &UnlockArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let mut doc = report.to_json(&judge.warden.policy);
         doc["dry_run"] = json!(args.dry_run);
-        outln!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", super::json_text(&doc));
     } else {
         print_text(&report);
     }
     let failed = report.failed();
     if failed > 0 {
-        anyhow::bail!(
-            "{failed} of {} stale locks could not be removed (see above)",
-            report.removals.len()
-        );
+        // The kind of the first failure decides the exit code (a storage
+        // that refuses every delete is refused access, exit 13).
+        let kind = report
+            .removals
+            .iter()
+            .find_map(|r| r.result.as_ref().err())
+            .map_or(lockwarden::error::ErrorKind::Failed, |e| {
+                lockwarden::error::Classify::kind(e)
+            });
+        return Err(Failure::new(
+            kind,
+            anyhow::anyhow!(
+                "{failed} of {} stale locks could not be removed (see above)",
+                report.removals.len()
+            ),
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
 use clap::Args;
 use lockwarden::first_seen::FirstSeenStore;
 use lockwarden::runtime::PolicySource;
@@ -15,7 +14,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use super::evidence_args::EvidenceArgs;
-use super::{PolicyArgs, UsageError};
+use super::{Failure, Outcome, PolicyArgs, UsageError};
 
 /// How long `watch` waits for its checks to finish after SIGTERM.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -40,7 +39,7 @@ pub struct WatchArgs {
     shadow_policy: Option<PolicySource>,
 }
 
-pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
     let evidence = args.evidence.options();
     // Checked now even if every repository has its own.
     evidence.config(lockwarden::command::DEFAULT_TIMEOUT)?;
@@ -67,7 +66,9 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .or_else(|| config.state_dir.clone())
         .or_else(FirstSeenStore::default_dir)
-        .context("no state directory: pass --state-dir or set XDG_STATE_HOME or HOME")?;
+        .ok_or_else(|| {
+            Failure::usage("no state directory: pass --state-dir or set XDG_STATE_HOME or HOME")
+        })?;
     let stop = Arc::new(Stop::default());
     let metrics = Arc::new(Metrics::new());
     let shared = Arc::new(Shared {
@@ -82,7 +83,8 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     if let Some(addr) = args.metrics_addr.as_ref().or(config.metrics_addr.as_ref()) {
         threads.push(serve_metrics(addr, metrics, stop.clone())?);
     }
-    let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
+    let mut signals = Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| Failure::failed(e).context("cannot install signal handlers"))?;
     let handle = signals.handle();
     threads.extend(start(config, shared)?);
     // Wait for SIGINT or SIGTERM, then stop every thread.

@@ -11,7 +11,7 @@ use lockwarden::stats::{Summary, short};
 use serde_json::json;
 
 use super::read_request;
-use crate::cli::{PolicyArgs, parse_duration};
+use crate::cli::{Outcome, PolicyArgs, parse_duration};
 use lockwarden::report::policy_json;
 use lockwarden::runtime::Policy;
 
@@ -33,7 +33,7 @@ pub struct BenchArgs {
     json: bool,
 }
 
-pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &BenchArgs) -> Outcome<ExitCode> {
     let prepared = read_request(&args.request)?;
     let started = Instant::now();
     let (runtime, policy) = args.policy.load()?;
@@ -61,7 +61,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             "first_evaluation_seconds": first,
             "evaluation_seconds": s.json(),
         });
-        outln!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", crate::cli::json_text(&doc));
         return Ok(ExitCode::SUCCESS);
     }
     let timings = Timings { load, first, s };

@@ -10,7 +10,7 @@ use clap::Args;
 use lockwarden::conformance::{self, CaseResult};
 use serde_json::{Value, json};
 
-use crate::cli::PolicyArgs;
+use crate::cli::{Failure, Outcome, PolicyArgs};
 use lockwarden::report::policy_json;
 
 #[derive(Debug, Args)]
@@ -25,8 +25,8 @@ pub struct ConformanceArgs {
     json: bool,
 }
 
-pub fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
-    let cases = conformance::load_dir(&args.cases).map_err(anyhow::Error::msg)?;
+pub fn run(args: &ConformanceArgs) -> Outcome<ExitCode> {
+    let cases = conformance::load_dir(&args.cases).map_err(Failure::usage)?;
     let (runtime, policy) = args.policy.load()?;
     let suite = conformance::run_suite(&cases, &runtime, &policy);
     if args.json {
@@ -53,7 +53,7 @@ pub fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
             "skipped": suite.skipped(),
             "cases": report,
         });
-        outln!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", crate::cli::json_text(&doc));
     } else {
         for (case, result) in &suite.results {
             let name = escape(&case.name);

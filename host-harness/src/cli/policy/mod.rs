@@ -15,7 +15,7 @@ use lockwarden::request::Prepared;
 use lockwarden::runtime::Policy;
 use serde_json::json;
 
-use super::{PolicyArgs, UsageError};
+use super::{Outcome, PolicyArgs, UsageError};
 
 mod bench;
 mod conformance;
@@ -53,7 +53,7 @@ pub struct EvalArgs {
     request: PathBuf,
 }
 
-pub fn run(command: PolicyCommand) -> anyhow::Result<ExitCode> {
+pub fn run(command: PolicyCommand) -> Outcome<ExitCode> {
     match command {
         PolicyCommand::Info(args) => info(&args),
         PolicyCommand::Eval(args) => eval(&args),
@@ -63,7 +63,7 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn info(args: &InfoArgs) -> anyhow::Result<ExitCode> {
+fn info(args: &InfoArgs) -> Outcome<ExitCode> {
     let (_, policy) = args.policy.load()?;
     let info = policy.info();
     if args.json {
@@ -74,7 +74,7 @@ fn info(args: &InfoArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|s| json!({"name": s.name, "default": s.default_value, "help": s.help}))
             .collect();
-        outln!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", crate::cli::json_text(&doc));
     } else {
         outln!("{}", info_text(&policy).trim_end());
     }
@@ -111,7 +111,7 @@ fn info_text(policy: &Policy) -> String {
 }
 
 /// Reads and prepares a recorded request from a file or `-` (stdin).
-fn read_request(path: &Path) -> anyhow::Result<Prepared> {
+fn read_request(path: &Path) -> Outcome<Prepared> {
     let name = path.display().to_string();
     let bytes = if name == "-" {
         read_bounded(std::io::stdin().lock(), limits::REQUEST)
@@ -130,7 +130,7 @@ fn read_request(path: &Path) -> anyhow::Result<Prepared> {
     Ok(prepared)
 }
 
-fn eval(args: &EvalArgs) -> anyhow::Result<ExitCode> {
+fn eval(args: &EvalArgs) -> Outcome<ExitCode> {
     let prepared = read_request(&args.request)?;
     let (runtime, policy) = args.policy.load()?;
     let outcome = runtime.evaluate(
@@ -144,6 +144,6 @@ fn eval(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         "policy": policy_json(&policy),
         "verdicts": verdicts_json(&prepared.request, &outcome.verdicts),
     });
-    outln!("{}", serde_json::to_string_pretty(&doc)?);
+    outln!("{}", crate::cli::json_text(&doc));
     Ok(ExitCode::SUCCESS)
 }

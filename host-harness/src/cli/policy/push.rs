@@ -10,7 +10,7 @@ use clap::Args;
 use lockwarden::oci::{OciReference, Registry};
 use lockwarden::runtime::{Limits, LoadError, Runtime};
 
-use crate::cli::UsageError;
+use crate::cli::{Outcome, UsageError};
 
 #[derive(Debug, Args)]
 pub struct PushArgs {
@@ -26,14 +26,13 @@ pub struct PushArgs {
 
 /// Loads the file as a policy first (so only a working policy of this contract
 /// is published), pushes it, and prints the reference pinned by digest.
-pub fn run(args: &PushArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &PushArgs) -> Outcome<ExitCode> {
     let path = args.file.display().to_string();
     let bytes = read_regular_file(&args.file, limits::POLICY).map_err(|cause| LoadError::Read {
         path: path.clone(),
         cause,
     })?;
-    let runtime = Runtime::new(Limits::default(), None)
-        .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))?;
+    let runtime = Runtime::new(Limits::default(), None).map_err(super::super::engine_failed)?;
     let policy = runtime
         .load(&path, &bytes)
         .map_err(|e| UsageError(format!("refusing to push {path}: {e}")))?;
