@@ -359,7 +359,7 @@ mod tests {
 
     use super::*;
     use crate::repo::Password;
-    use crate::repo::backend::{Fault, FaultyBackend, Kind, MemoryBackend, Operation};
+    use crate::repo::backend::{Backend, Fault, FaultyBackend, Kind, MemoryBackend, Operation};
     use crate::repo::crypto::Key;
     use crate::repo::location::Location;
     use crate::repo::tests::lock_json_at;
@@ -459,6 +459,58 @@ mod tests {
             "{refreshed:?}"
         );
         assert!(backend.inner().names(Kind::Lock).is_empty());
+    }
+
+    /// rclone answers the delete of a file already gone with a 500: what
+    /// the delete answered decides nothing, the listing does.
+    #[test]
+    fn a_lock_removed_behind_a_failing_delete_is_lost() {
+        let (repo, backend, _) = repository();
+        let holder = Holder::take(&repo, true).expect("takes");
+        let first = holder.id();
+        backend.inner().remove(&first).expect("unlock --remove-all");
+        backend.inject(Fault::always(
+            Operation::Remove,
+            crate::repo::backend::BackendError::Other("answered 500".into()),
+        ));
+        let refreshed = holder.refresh();
+        assert!(
+            matches!(refreshed, Err(HoldError::Lost(_))),
+            "{refreshed:?}"
+        );
+    }
+
+    /// A refresh whose write fails, while someone removes the lock, finds
+    /// the loss at once, whatever the write answered.
+    #[test]
+    fn a_failed_write_then_absence_is_lost_too() {
+        let (repo, backend, _) = repository();
+        let holder = Holder::take(&repo, false).expect("takes");
+        backend.inject(
+            Fault::always(
+                Operation::Write,
+                crate::repo::backend::BackendError::Unreachable("timeout".into()),
+            )
+            .times(1),
+        );
+        let transient = holder.refresh();
+        assert!(
+            matches!(transient, Err(HoldError::Repo(_))),
+            "{transient:?}"
+        );
+        backend
+            .inner()
+            .remove(&holder.id())
+            .expect("removed by another");
+        backend.inject(
+            Fault::always(
+                Operation::Write,
+                crate::repo::backend::BackendError::Unreachable("timeout".into()),
+            )
+            .times(1),
+        );
+        let lost = holder.refresh();
+        assert!(matches!(lost, Err(HoldError::Lost(_))), "{lost:?}");
     }
 
     #[test]
