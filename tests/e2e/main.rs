@@ -13,6 +13,7 @@ mod adversary_evidence;
 mod adversary_inputs;
 mod adversary_repo;
 mod adversary_watch;
+mod backend_suite;
 mod cloud;
 mod cloud_servers;
 mod concurrency;

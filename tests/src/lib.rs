@@ -3,6 +3,7 @@
 //! running the binary.
 
 pub mod adversary;
+pub mod backend_suite;
 pub mod cloud;
 pub mod fake_rest;
 pub mod fault_proxy;

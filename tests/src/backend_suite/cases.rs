@@ -1,0 +1,492 @@
+//! The cases of the backend suite: each takes a fresh [`Storage`], acts on
+//! it through the real `lockwarden` binary, real `restic` and behind their
+//! backs, and panics with what it saw when a promise is broken.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::Storage;
+use super::storage::shell_quote;
+use crate::Finished;
+use crate::guard::{Guarded, finish_guarded, wait_until};
+use crate::lock_writer::{LockSpec, LockWriter, time_from_now};
+use crate::restic::Holder;
+
+/// What a case found on one storage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every promise the case checks held.
+    Pass,
+    /// The case does not apply here, and why.
+    NotApplicable(&'static str),
+}
+
+use Verdict::{NotApplicable, Pass};
+
+/// A lock written two hours ago by a host that is not this one: stale by
+/// restic's own rule.
+fn stale_lock(storage: &Storage) -> String {
+    LockWriter::new(&storage.repo).write(LockSpec {
+        time: time_from_now(-2 * 3600),
+        ..LockSpec::default()
+    })
+}
+
+/// `lockwarden unlock` (with `extra`) to completion, under a hang guard.
+fn unlock(storage: &Storage, extra: &[&str]) -> Finished {
+    finish_guarded(storage.lockwarden("unlock").args(extra))
+}
+
+/// The locks restic lists (`restic list locks --no-lock`).
+fn restic_lock_ids(storage: &Storage) -> std::collections::BTreeSet<String> {
+    let out = storage.repo.restic(&["list", "locks", "--no-lock"]);
+    assert_eq!(out.code, 0, "restic list locks: {out:?}");
+    out.stdout.lines().map(str::to_owned).collect()
+}
+
+/// restic's own locks are judged as restic judges them: a live holder's
+/// lock is kept, a stale one removed, and restic's listing agrees.
+pub fn restic_locks(storage: &Storage) -> Verdict {
+    let stale = stale_lock(storage);
+    let holder = Holder::start(&storage.repo);
+    let out = unlock(storage, &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let left = restic_lock_ids(storage);
+    assert!(!left.contains(&stale), "the stale lock stayed: {out:?}");
+    assert!(
+        left.contains(&holder.lock_id),
+        "the live holder's lock was removed: {out:?}"
+    );
+    let lock = holder.lock_id.clone();
+    assert_eq!(holder.finish(), 0, "the holder's backup failed");
+    assert!(!restic_lock_ids(storage).contains(&lock));
+    Pass
+}
+
+/// A lock lockwarden writes (`hold`) appears whole, restic reads it and is
+/// kept out by it, and nothing of it is left afterwards.
+pub fn written_lock(storage: &Storage) -> Verdict {
+    if !storage.writable {
+        return NotApplicable("the emulator refuses object_store's uploads");
+    }
+    let script = format!(
+        "for id in $(env {0} restic list locks --no-lock); do env {0} restic cat lock --no-lock $id || exit 7; done; \
+         env {0} restic prune --dry-run >/dev/null 2>&1 && exit 8; exit 0",
+        storage.restic_env_words()
+    );
+    let out =
+        finish_guarded(
+            storage
+                .lockwarden("hold")
+                .args(["--exclusive", "--", "sh", "-c", &script]),
+        );
+    assert_eq!(
+        out.code, 0,
+        "restic could not read the lock, or locked past it: {out:?}"
+    );
+    assert!(
+        out.stdout.contains("\"exclusive\": true"),
+        "restic printed no exclusive lock: {out:?}"
+    );
+    let left = storage.files("locks");
+    assert!(left.is_empty(), "left in locks/ after hold: {left:?}");
+    Pass
+}
+
+/// `locks/` that stands for `keys/` or `snapshots/` (a link where the
+/// storage has links, copies of their files where it does not): nothing is
+/// removed, the command says why and fails.
+pub fn locks_standing_for_another_directory(storage: &Storage) -> Verdict {
+    let backup = storage.repo.dir.path().join("data");
+    std::fs::create_dir_all(&backup).expect("mkdir");
+    std::fs::write(backup.join("f"), b"x").expect("write");
+    let out = storage
+        .repo
+        .restic(&["backup", backup.to_str().expect("utf-8")]);
+    assert_eq!(out.code, 0, "restic backup: {out:?}");
+    let stale = stale_lock(storage);
+    for other in ["keys", "snapshots"] {
+        let before: Vec<_> = storage
+            .files(other)
+            .into_iter()
+            .map(|f| (storage.read(&format!("{other}/{f}")), f))
+            .collect();
+        let restore = alias(storage, other);
+        for command in ["check", "unlock"] {
+            let out = finish_guarded(storage.lockwarden(command).arg("--json"));
+            assert_eq!(out.code, 1, "{command} over locks/ -> {other}/: {out:?}");
+            assert!(out.stderr.contains("locks/"), "{out:?}");
+        }
+        restore(storage);
+        let after: Vec<_> = storage
+            .files(other)
+            .into_iter()
+            .map(|f| (storage.read(&format!("{other}/{f}")), f))
+            .collect();
+        assert_eq!(before, after, "{other}/ changed");
+        assert!(
+            storage.files("locks").contains(&stale),
+            "a lock was removed"
+        );
+    }
+    Pass
+}
+
+/// Makes `locks/` stand for `other`: a symbolic link on a file system,
+/// copies of `other`'s files on an object store. Returns what undoes it.
+fn alias(storage: &Storage, other: &str) -> fn(&Storage) {
+    if let Some(dir) = storage.fs() {
+        std::fs::rename(dir.join("locks"), dir.join("locks.real")).expect("move locks/");
+        std::os::unix::fs::symlink(other, dir.join("locks")).expect("symlink");
+        return |storage| {
+            let dir = storage.fs().expect("a directory");
+            std::fs::remove_file(dir.join("locks")).expect("remove the link");
+            std::fs::rename(dir.join("locks.real"), dir.join("locks")).expect("move back");
+        };
+    }
+    for name in storage.files(other) {
+        let bytes = storage.read(&format!("{other}/{name}")).expect("a file");
+        storage.write(&format!("locks/{name}"), &bytes);
+    }
+    match other {
+        "keys" => |storage| unalias(storage, "keys"),
+        _ => |storage| unalias(storage, "snapshots"),
+    }
+}
+
+/// Removes from `locks/` the copies of `other`'s files.
+fn unalias(storage: &Storage, other: &str) {
+    for name in storage.files(other) {
+        storage.remove(&format!("locks/{name}"));
+    }
+}
+
+/// A FIFO, a symbolic link (to a key file) and a directory under lock
+/// names, all old, beside a stale lock: the stale lock goes, they stay,
+/// and nobody waits on the FIFO.
+pub fn entries_that_are_no_files(storage: &Storage) -> Verdict {
+    let Some(dir) = storage.fs() else {
+        return nested_object_under_a_lock_name(storage);
+    };
+    let stale = stale_lock(storage);
+    let locks = dir.join("locks");
+    let key = storage
+        .files("keys")
+        .into_iter()
+        .next()
+        .expect("a key file");
+    let (fifo, link, sub) = ("f".repeat(64), "e".repeat(64), "d".repeat(64));
+    crate::adversary::mkfifo(&locks.join(&fifo));
+    std::os::unix::fs::symlink(format!("../keys/{key}"), locks.join(&link)).expect("symlink");
+    std::fs::create_dir(locks.join(&sub)).expect("mkdir");
+    for name in [&fifo, &link, &sub] {
+        make_old(&locks.join(name));
+    }
+    let out = unlock(storage, &["--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let left = storage.files("locks");
+    assert!(!left.contains(&stale), "the stale lock stayed: {out:?}");
+    for name in [&fifo, &link, &sub] {
+        assert!(left.contains(name), "{name} was removed: {out:?}");
+    }
+    assert!(storage.files("keys").contains(&key), "the key file went");
+    if storage.shows_specials {
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+        for name in [&fifo, &link, &sub] {
+            let (action, rule) = crate::adversary::verdict(&doc, name);
+            assert_eq!(
+                (action.as_str(), rule.as_str()),
+                ("keep", "not-a-lock-file")
+            );
+        }
+    }
+    Pass
+}
+
+/// On an object store, an object nested under a lock's name
+/// (`locks/<id>/x`) is no lock file: ignored, never removed.
+fn nested_object_under_a_lock_name(storage: &Storage) -> Verdict {
+    let stale = stale_lock(storage);
+    let nested = "d".repeat(64);
+    storage.write(&format!("locks/{nested}/x"), b"nested");
+    let out = unlock(storage, &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!storage.files("locks").contains(&stale), "{out:?}");
+    assert!(
+        storage.read(&format!("locks/{nested}/x")).is_some(),
+        "the nested object was removed"
+    );
+    Pass
+}
+
+/// Sets the modification time of `path` (a link itself, not its target)
+/// to two hours ago.
+fn make_old(path: &Path) {
+    let status = std::process::Command::new("touch")
+        .args(["-h", "-d", "2 hours ago"])
+        .arg(path)
+        .status()
+        .expect("touch");
+    assert!(status.success(), "touch -h {}", path.display());
+}
+
+/// Names no restic file has (a control character, dots, a key with an
+/// empty or `..` part on an object store) are ignored without failing the
+/// listing: the stale lock beside them is still removed.
+pub fn odd_names(storage: &Storage) -> Verdict {
+    let stale = stale_lock(storage);
+    let planted = match storage.fs() {
+        Some(dir) => {
+            for name in ["x\u{1}y", "..x", "-rf", &"a".repeat(63)] {
+                std::fs::write(dir.join("locks").join(name), b"odd").expect("write");
+            }
+            true
+        }
+        None => ["locks//x", "locks/../x", "locks/\u{1}x", "locks/./x"]
+            .iter()
+            .all(|key| storage.put_raw(key, b"odd")),
+    };
+    if !planted {
+        return NotApplicable("no way to store such keys in the emulator");
+    }
+    let out = unlock(storage, &[]);
+    assert_eq!(out.code, 0, "an odd name failed the run: {out:?}");
+    assert!(!storage.files("locks").contains(&stale), "{out:?}");
+    Pass
+}
+
+/// A lock removed, and (on a file system) one replaced by a directory
+/// holding a file, between the listing and the delete: the first is
+/// "already gone", the second is not removed, and the directory and its
+/// file stay.
+pub fn changed_between_listing_and_delete(storage: &Storage) -> Verdict {
+    let (gone, swapped) = (stale_lock(storage), stale_lock(storage));
+    let sync = tempfile::tempdir().expect("temp dir");
+    let (listed, go) = (sync.path().join("listed"), sync.path().join("go"));
+    // The hosts command runs after the listing, before anything is
+    // removed: it says so, and waits for the test's word.
+    let hook = format!(
+        "touch {0}; i=0; while [ ! -e {1} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo '[]'",
+        shell_quote(&listed.display().to_string()),
+        shell_quote(&go.display().to_string())
+    );
+    let mut command = storage.lockwarden("unlock");
+    command.args([
+        "--json",
+        "--hosts-command",
+        &hook,
+        "--inventory-hosts",
+        "^elsewhere$",
+    ]);
+    let running = Guarded::spawn(&mut command);
+    wait_until("lockwarden listed the locks", || listed.exists());
+    storage.remove(&format!("locks/{gone}"));
+    let directory = storage.fs().map(|dir| {
+        let path = dir.join("locks").join(&swapped);
+        std::fs::remove_file(&path).expect("remove");
+        std::fs::create_dir(&path).expect("mkdir");
+        std::fs::write(path.join("kept"), b"not a lock").expect("write");
+        path
+    });
+    std::fs::write(&go, b"").expect("go");
+    let out = running.finish_within(Duration::from_secs(120), "unlock");
+    let doc: serde_json::Value =
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let outcome = doc["removed"]
+        .as_array()
+        .and_then(|removed| removed.iter().find(|r| r["id"] == gone.as_str()))
+        .map(|r| r["result"].clone());
+    assert_eq!(outcome, Some("already gone".into()), "{out:?}");
+    match directory {
+        Some(path) => {
+            // Over REST the server alone knows what a name is (rest-server
+            // and rclone delete an empty directory asked to delete a
+            // file): this one is not empty, so nothing may be lost.
+            assert!(path.join("kept").is_file(), "the directory went: {out:?}");
+            assert!(
+                matches!(out.code, 0 | 1),
+                "neither removed nor a failure: {out:?}"
+            );
+        }
+        None => {
+            assert_eq!(out.code, 0, "{out:?}");
+            assert!(!storage.files("locks").contains(&swapped), "{out:?}");
+        }
+    }
+    Pass
+}
+
+/// A repository that is not there: exit 10, on every backend.
+pub fn missing_repository(storage: &Storage) -> Verdict {
+    let location = storage.location();
+    let missing = match &storage.repo.remote {
+        // Another bucket: the first path part of the remote's.
+        Some(remote) => {
+            let bucket = remote.path.split_once(':').map_or("", |(_, b)| b);
+            let bucket = bucket.split('/').next().expect("a bucket");
+            location.replacen(bucket, "lockwardenmissing", 1)
+        }
+        None => format!("{}-missing", location.trim_end_matches('/')),
+    };
+    let out = finish_guarded(
+        storage
+            .lockwarden_at(&missing, "check", str::to_owned)
+            .args(["--timeout", "10s"]),
+    );
+    assert_eq!(out.code, 10, "{out:?}");
+    Pass
+}
+
+/// A server that does not answer: exit 14.
+pub fn unreachable(storage: &Storage) -> Verdict {
+    let nowhere = format!("127.0.0.1:{}", crate::restic::free_port());
+    let out = match (&storage.http, storage.name) {
+        (Some(_), _) => finish_guarded(
+            storage
+                .lockwarden_via(&nowhere, "check")
+                .args(["--timeout", "5s"]),
+        ),
+        (None, "sftp") => {
+            let location = storage.repo.location.replace(
+                &format!("127.0.0.1:{}", sftp_port(&storage.repo.location)),
+                &nowhere,
+            );
+            finish_guarded(
+                storage
+                    .lockwarden_at(&location, "check", str::to_owned)
+                    .args(["--timeout", "5s"]),
+            )
+        }
+        _ => return NotApplicable("no server to be unreachable"),
+    };
+    assert_eq!(out.code, 14, "{out:?}");
+    Pass
+}
+
+/// The port of an `sftp://user@127.0.0.1:PORT//path` location.
+fn sftp_port(location: &str) -> String {
+    location
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("an sftp URL on 127.0.0.1")
+        .to_owned()
+}
+
+/// `restic unlock --remove-all` behind a `hold`'s back: the hold notices
+/// at its next refresh (whatever the storage answers its delete) and exits
+/// 11, having stopped its command.
+pub fn hold_notices_its_lock_removed(storage: &Storage) -> Verdict {
+    if !storage.writable {
+        return NotApplicable("the emulator refuses object_store's uploads");
+    }
+    let mut command = storage.lockwarden("hold");
+    command.args(["--refresh-interval", "1s", "--", "sleep", "300"]);
+    let hold = Guarded::spawn(&mut command);
+    wait_until("the hold's lock is there", || {
+        !storage.files("locks").is_empty()
+    });
+    let out = storage.repo.restic(&["unlock", "--remove-all"]);
+    assert_eq!(out.code, 0, "restic unlock --remove-all: {out:?}");
+    let out = hold.finish_within(Duration::from_secs(60), "hold after its lock was removed");
+    assert_eq!(out.code, 11, "{out:?}");
+    assert!(out.stderr.contains("lost"), "{out:?}");
+    Pass
+}
+
+/// Two `hold --exclusive` started together, round after round with random
+/// offsets: their commands never run at the same time.
+pub fn exclusive_holds_never_overlap(storage: &Storage) -> Verdict {
+    if !storage.writable {
+        return NotApplicable("the emulator refuses object_store's uploads");
+    }
+    let marks = tempfile::tempdir().expect("temp dir");
+    let mark = shell_quote(&marks.path().join("held").display().to_string());
+    let section = format!("mkdir {mark} || exit 99; sleep 0.4; rmdir {mark}");
+    let mut ran = 0;
+    for round in 0..5u64 {
+        let offset = Duration::from_millis(jitter(round) % 400);
+        let mut first = storage.lockwarden("hold");
+        first.args(["--exclusive", "--", "sh", "-c", &section]);
+        let mut second = storage.lockwarden("hold");
+        second.args(["--exclusive", "--", "sh", "-c", &section]);
+        let a = Guarded::spawn(&mut first);
+        std::thread::sleep(offset);
+        let b = Guarded::spawn(&mut second);
+        let outs = [a, b].map(|g| g.finish_within(Duration::from_secs(120), "hold"));
+        for out in &outs {
+            assert_ne!(out.code, 99, "two exclusive holds overlapped: {outs:?}");
+            assert!(matches!(out.code, 0 | 11), "round {round}: {outs:?}");
+        }
+        // Both may back off (each saw the other's lock); then nothing ran.
+        ran += outs.iter().filter(|out| out.code == 0).count();
+        let left = storage.files("locks");
+        assert!(left.is_empty(), "a hold left its lock: {left:?} {outs:?}");
+    }
+    assert!(ran > 0, "no hold ever ran its command");
+    Pass
+}
+
+/// A number that differs from round to round and run to run.
+fn jitter(round: u64) -> u64 {
+    let nanos = Instant::now().elapsed().as_nanos() as u64
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::from(d.subsec_nanos()))
+            .unwrap_or(0);
+    nanos
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(round)
+        >> 7
+}
+
+/// A storage that refuses the credentials (401 on a listing, 403 on a
+/// lock file's read) fails the run with exit 13, whichever request it
+/// refused, and nothing is removed.
+pub fn denied(storage: &Storage) -> Verdict {
+    use crate::fault_proxy::{Fault, FaultProxy, Filter};
+
+    let Some(server) = storage.http.clone() else {
+        return NotApplicable("not spoken over HTTP (ssh and rclone children)");
+    };
+    let stale = stale_lock(storage);
+    let rest = storage.name == "rest";
+    // REST lists `GET .../locks/`; the object stores list with `GET
+    // /<bucket>?...` (Azure: `/<account>/<container>?...`): the bucket
+    // itself, with no repository path after it.
+    let listing = Filter::new("a listing", move |method, path| {
+        method == "GET"
+            && if rest {
+                path.ends_with("/keys/") || path.ends_with("/locks/")
+            } else {
+                !path.contains("/repo/") && !path.ends_with("/repo")
+            }
+    });
+    // A lock file's read; GCS percent-encodes the object's slashes.
+    let lock_read = Filter::new("a lock file's read", |method, path| {
+        let path = path.replace("%2F", "/");
+        method == "GET"
+            && path
+                .rsplit_once("/locks/")
+                .is_some_and(|(_, id)| lockwarden::repo::lockfile::is_valid_id(id))
+    });
+    for (filter, status) in [(listing, 401), (lock_read, 403)] {
+        let proxy = FaultProxy::start(&server, filter, Fault::Status(status));
+        let out = finish_guarded(
+            storage
+                .lockwarden_via(&proxy.addr, "unlock")
+                .args(["--timeout", "10s"]),
+        );
+        assert!(
+            proxy.injected() > 0,
+            "nothing was refused: {:?} {out:?}",
+            proxy.seen()
+        );
+        assert_eq!(out.code, 13, "{status}: {out:?}");
+    }
+    assert!(
+        storage.files("locks").contains(&stale),
+        "a lock was removed"
+    );
+    Pass
+}

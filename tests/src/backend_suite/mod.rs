@@ -1,0 +1,91 @@
+//! One conformance suite for every backend, as restic's
+//! `internal/backend/test` is for restic's: the promises of lockwarden's
+//! `Backend` trait and of the repository layer above it (what may be
+//! removed, what a failed removal means, which exit code an error gets),
+//! and the hostile cases, run through the real binary and real restic
+//! against each real storage (`tests/e2e/backend_suite.rs`: one test per backend). The in-memory backend has
+//! the same cases as unit tests (`host-harness/src/repo/tests.rs`).
+//!
+//! A backend is done when it passes every case that applies to it; adding
+//! one means adding its [`Storage`] constructor and a test there.
+
+pub mod cases;
+pub mod storage;
+
+pub use cases::Verdict;
+pub use storage::Storage;
+
+/// One case: its name in the table, and what it does.
+pub type Case = (&'static str, fn(&Storage) -> Verdict);
+
+/// Every case, in the table's order.
+pub const CASES: [Case; 11] = [
+    (
+        "restic's locks judged as restic judges them",
+        cases::restic_locks,
+    ),
+    (
+        "a written lock is whole and restic reads it",
+        cases::written_lock,
+    ),
+    (
+        "locks/ standing for keys/ or snapshots/ removes nothing",
+        cases::locks_standing_for_another_directory,
+    ),
+    (
+        "FIFO, link, directory under lock names never removed",
+        cases::entries_that_are_no_files,
+    ),
+    (
+        "odd names ignored without failing the listing",
+        cases::odd_names,
+    ),
+    (
+        "removed or replaced between listing and delete",
+        cases::changed_between_listing_and_delete,
+    ),
+    (
+        "missing repository or bucket exits 10",
+        cases::missing_repository,
+    ),
+    ("unreachable server exits 14", cases::unreachable),
+    (
+        "hold notices its lock removed (exit 11)",
+        cases::hold_notices_its_lock_removed,
+    ),
+    (
+        "concurrent exclusive holds never overlap",
+        cases::exclusive_holds_never_overlap,
+    ),
+    ("401/403 on LIST and on GET exit 13", cases::denied),
+];
+
+/// Runs every case against a fresh storage from `make` each, one after the
+/// other; prints one line per case (`backend-suite | <backend> | <case> |
+/// <outcome>`), then fails with every broken case if any broke.
+pub fn run(backend: &str, make: fn() -> Storage) {
+    let mut broken = Vec::new();
+    for (name, case) in CASES {
+        let outcome = std::panic::catch_unwind(|| case(&make()));
+        let shown = match &outcome {
+            Ok(Verdict::Pass) => "pass".to_owned(),
+            Ok(Verdict::NotApplicable(why)) => format!("n/a ({why})"),
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_default();
+                broken.push(format!("{name}: {message}"));
+                "FAIL".to_owned()
+            }
+        };
+        eprintln!("backend-suite | {backend} | {name} | {shown}");
+    }
+    assert!(
+        broken.is_empty(),
+        "{backend} broke {} case(s):\n{}",
+        broken.len(),
+        broken.join("\n")
+    );
+}
