@@ -93,9 +93,9 @@ fn a_symlinked_locks_directory_is_refused_and_no_snapshot_is_deleted() {
         Some(&bytes),
         "the snapshot file was deleted or changed through the symlinked locks/: {unlock:?}"
     );
-    unlock.assert_exit(1, "symlink");
+    unlock.assert_exit(1, "locks/ is a symbolic link");
     let check = warden(&repo, "check", &["--json"]);
-    check.assert_exit(1, "symlink");
+    check.assert_exit(1, "locks/ is a symbolic link");
 
     fs::remove_file(repo.path.join("locks")).expect("remove the symlink");
     fs::create_dir(repo.path.join("locks")).expect("mkdir locks");
@@ -106,13 +106,13 @@ fn a_symlinked_locks_directory_is_refused_and_no_snapshot_is_deleted() {
 }
 
 /// Item 3: entries of `locks/` named like locks that are not regular files
-/// (a symlink, a FIFO, a directory, a character device) are reported
-/// unreadable, "not a regular file", and left exactly as they are: never
+/// (a symlink, a FIFO, a directory, a character device) are kept by the
+/// host itself (rule `not-a-lock-file`), and left exactly as they are: never
 /// opened (a FIFO would hang the reader, /dev/zero would never end), never
 /// read through (the symlink leads to a valid stale lock of the same name),
 /// never removed. A real stale lock beside them is still removed.
 #[test]
-fn lock_named_entries_that_are_not_regular_files_are_unreadable_and_kept() {
+fn lock_named_entries_that_are_not_regular_files_are_kept_by_the_host() {
     let repo = TestRepo::init_local();
     let writer = LockWriter::new(&repo);
     let locks = repo.path.join("locks");
@@ -137,28 +137,28 @@ fn lock_named_entries_that_are_not_regular_files_are_unreadable_and_kept() {
     assert!(made.success(), "mknod (a /dev/zero twin) needs CAP_MKNOD");
     let stale = stale_lock(&writer, 12);
     let specials = [
-        (&linked, "symlink"),
-        (&fifo, "fifo"),
-        (&directory, "dir"),
-        (&device, "char-device"),
+        (&linked, "symlink", "a symbolic link"),
+        (&fifo, "fifo", "a FIFO"),
+        (&directory, "dir", "a directory"),
+        (&device, "char-device", "a character device"),
     ];
 
     let out = capped(&repo, "check", &["--json"]);
     let report = doc(&out);
-    for (id, kind) in specials {
-        let problem = problem(&report, id);
-        assert!(
-            problem.contains("not a regular file"),
-            "{kind} {id}: {problem}"
+    for (id, kind, what) in specials {
+        assert_eq!(problem(&report, id), what, "{kind} {id}");
+        assert_eq!(
+            verdict(&report, id),
+            pair("keep", "not-a-lock-file"),
+            "{kind}"
         );
-        assert_eq!(verdict(&report, id), pair("keep", "unreadable"), "{kind}");
     }
     assert_eq!(verdict(&report, &stale), pair("remove", "expired"));
 
     let out = capped(&repo, "unlock", &[]);
     assert_eq!(out.code, 0, "{out:?}");
     let left = repo.lock_ids();
-    for (id, kind) in specials {
+    for (id, kind, _) in specials {
         assert!(left.contains(id.as_str()), "the {kind} was removed");
         assert_eq!(file_type(&locks.join(id)), kind, "the {kind} is unchanged");
     }
@@ -172,10 +172,10 @@ fn lock_named_entries_that_are_not_regular_files_are_unreadable_and_kept() {
 
 /// Item 3: a snapshot (or index) file copied into `locks/` under its own
 /// name decrypts with the repository key and matches its hash, but is not a
-/// lock: lock JSON must have `time`, `exclusive`, `hostname`, `username` and
-/// `pid`. It is unreadable ("not a lock") and kept; a 2020 snapshot must not
+/// lock: it is misplaced, not corrupt, kept by the host (rule
+/// `not-a-lock-file`) and never shown to a policy; a 2020 snapshot must not
 /// be judged an expired lock and deleted. A lock lacking `pid` and
-/// `exclusive` is unreadable too.
+/// `exclusive` is unreadable.
 #[test]
 fn a_snapshot_copied_into_locks_under_its_own_name_is_not_a_lock() {
     let repo = TestRepo::init_local();
@@ -205,8 +205,8 @@ fn a_snapshot_copied_into_locks_under_its_own_name_is_not_a_lock() {
     let report = doc(&out);
     for id in [&snapshot, &index] {
         let problem = problem(&report, id);
-        assert!(problem.contains("not a lock"), "{id}: {problem}");
-        assert_eq!(verdict(&report, id), pair("keep", "unreadable"));
+        assert!(problem.contains("misplaced"), "{id}: {problem}");
+        assert_eq!(verdict(&report, id), pair("keep", "not-a-lock-file"));
     }
     assert!(
         find(&report, "unreadable", &partial).is_some(),
@@ -236,6 +236,8 @@ fn a_policy_judging_an_unreadable_file_stale_removes_nothing() {
     let out = warden(&repo, "unlock", &["--policy", policy]);
     assert_eq!(repo.lock_ids(), before, "nothing was removed: {out:?}");
     out.assert_exit(1, "unreadable");
+    // The job says so, where it is true.
+    out.assert_exit(1, "nothing was removed");
     let check = warden(&repo, "check", &["--policy", policy]);
     check.assert_exit(1, "unreadable");
 }

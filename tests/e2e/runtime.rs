@@ -181,7 +181,6 @@ fn removing_a_young_unreadable_file_is_refused() {
             "{message}"
         );
         assert!(message.contains("at least 30m"), "{message}");
-        assert!(message.contains("nothing was removed"), "{message}");
     }
     let old = judge(
         &rt,
@@ -224,7 +223,6 @@ fn a_panicking_policy_is_reported_with_its_message() {
         message.contains("policy bug: index out of range"),
         "{message}"
     );
-    assert!(message.contains("nothing was removed"), "{message}");
 }
 
 #[test]
@@ -258,10 +256,6 @@ fn missing_duplicate_and_invented_verdicts_are_refused() {
         let message =
             assert_evaluation_fails(behaviour, |e| matches!(e, PluginError::BadVerdicts { .. }));
         assert!(message.contains(want), "{behaviour}: {message}");
-        assert!(
-            message.contains("nothing was removed"),
-            "{behaviour}: {message}"
-        );
     }
 }
 

@@ -124,9 +124,13 @@ fn files_that_are_not_regular_locks_are_reported_and_left_alone() {
     let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
     assert_eq!(out.code, 3, "{doc:#}");
     assert_eq!(rule(&doc, &stale), "expired");
-    for id in [&linked, &fifo, &dir] {
-        assert_eq!(rule(&doc, id), "unreadable", "{id}");
-        assert!(problem(&doc, id).contains("not a regular file"), "{doc:#}");
+    for (id, what) in [
+        (&linked, "a symbolic link"),
+        (&fifo, "a FIFO"),
+        (&dir, "a directory"),
+    ] {
+        assert_eq!(rule(&doc, id), "not-a-lock-file", "{id}");
+        assert_eq!(problem(&doc, id), what, "{doc:#}");
     }
     assert!(problem(&doc, &big).contains("70000"), "{doc:#}");
 

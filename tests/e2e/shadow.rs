@@ -222,6 +222,9 @@ fn a_panicking_shadow_leaves_the_enforced_result_and_exit_code_intact() {
     let unlock = repo.warden("unlock", &panic_shadow);
     assert_eq!(unlock.code, 0, "{unlock:?}");
     assert!(repo.lock_ids().is_empty(), "the enforced verdicts acted");
+    // Locks were removed: no message of this run may say otherwise.
+    let said = format!("{}{}", unlock.stdout, unlock.stderr);
+    assert!(!said.contains("nothing was removed"), "{said}");
 }
 
 #[test]

@@ -325,19 +325,24 @@ impl Repository {
     /// at all a [`ForeignFile`]; a file removed between listing and reading
     /// is left out. Fails, and leaves nothing removable, when the listing
     /// fails or when `locks/` is not the repository's own directory: a
-    /// link, or (where the storage cannot show links) a directory whose
-    /// files are found under `keys/`, `snapshots/`, `index/` or `data/` too.
+    /// link where the storage shows links, or (where it cannot) a directory
+    /// whose files that are no locks are found under `keys/`, `snapshots/`,
+    /// `index/` or `data/` too.
     pub fn read_locks(&self) -> Result<LockSet, RepoError> {
         self.removable().listed.clear();
-        let files = self.list_locks()?;
+        let (dir, files) = self.list_locks()?;
         let set = self.read_listed(&files)?;
-        let suspects: Vec<&str> = set
-            .unreadable
-            .iter()
-            .map(|u| u.id.as_str())
-            .chain(set.foreign.iter().map(|f| f.id.as_str()))
-            .collect();
-        self.check_not_aliased(&suspects)?;
+        // Where the storage shows links, lstat said locks/ is a directory;
+        // where it cannot, the names of the files that are no locks tell.
+        if dir == Some(EntryKind::Unknown) {
+            let suspects: Vec<&str> = set
+                .unreadable
+                .iter()
+                .map(|u| u.id.as_str())
+                .chain(set.foreign.iter().map(|f| f.id.as_str()))
+                .collect();
+            self.check_not_aliased(&suspects)?;
+        }
         let regular: std::collections::HashSet<&str> = files
             .iter()
             .filter(|f| f.entry == EntryKind::File)
@@ -357,16 +362,16 @@ impl Repository {
     /// The ids in `locks/` now (a listing, nothing read), after checking
     /// that `locks/` is a directory of the repository's own.
     pub fn lock_ids(&self) -> Result<std::collections::HashSet<String>, RepoError> {
-        Ok(self.list_locks()?.into_iter().map(|f| f.name).collect())
+        Ok(self.list_locks()?.1.into_iter().map(|f| f.name).collect())
     }
 
-    /// The listing of `locks/` (none when there is no `locks/`, as restic
-    /// takes it), refused when `locks/` is anything but a directory.
-    fn list_locks(&self) -> Result<Vec<FileInfo>, RepoError> {
+    /// What `locks/` is (none when there is none, as restic takes it) and
+    /// its listing; refused when `locks/` is anything but a directory.
+    fn list_locks(&self) -> Result<(Option<EntryKind>, Vec<FileInfo>), RepoError> {
         let shown = || self.location.redacted();
-        match self.backend.dir_kind(Kind::Lock) {
-            Ok(None) => return Ok(Vec::new()),
-            Ok(Some(EntryKind::Directory | EntryKind::Unknown)) => {}
+        let dir = match self.backend.dir_kind(Kind::Lock) {
+            Ok(None) => return Ok((None, Vec::new())),
+            Ok(Some(dir @ (EntryKind::Directory | EntryKind::Unknown))) => dir,
             Ok(Some(other)) => {
                 return Err(RepoError::NotLockDirectory {
                     location: shown(),
@@ -374,11 +379,11 @@ impl Repository {
                 });
             }
             Err(e) => return Err(failed(&shown(), e)),
-        }
+        };
         match self.backend.list(Kind::Lock) {
-            Ok(files) => Ok(files),
+            Ok(files) => Ok((Some(dir), files)),
             // restic, too, takes a missing locks/ for no locks.
-            Err(BackendError::NotFound(_)) => Ok(Vec::new()),
+            Err(BackendError::NotFound(_)) => Ok((Some(dir), Vec::new())),
             Err(e) => Err(failed(&shown(), e)),
         }
     }

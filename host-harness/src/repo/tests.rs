@@ -471,6 +471,9 @@ fn a_look_elsewhere_that_fails_is_doubt_and_fails_the_read() {
     backend
         .inner()
         .put(Kind::Lock, &"b".repeat(64), b"junk".to_vec());
+    backend
+        .inner()
+        .set_dir_kind(Kind::Lock, Some(EntryKind::Unknown));
     backend.inject(
         Fault::always(Operation::Stat, BackendError::Unreachable("down".into())).of(Kind::Index),
     );

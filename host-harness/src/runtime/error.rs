@@ -58,9 +58,7 @@ pub enum PluginError {
         cause: wasmtime::Error,
     },
     /// The call ran past its deadline.
-    #[error(
-        "policy {policy} did not finish within {limit_ms} ms and was stopped; nothing was removed"
-    )]
+    #[error("policy {policy} did not finish within {limit_ms} ms and was stopped")]
     Timeout {
         /// The policy's name.
         policy: String,
@@ -69,7 +67,7 @@ pub enum PluginError {
     },
     /// The policy asked for more memory than allowed.
     #[error(
-        "policy {policy} tried to grow its memory to {asked} bytes, over the limit of {limit} bytes, and was stopped; nothing was removed"
+        "policy {policy} tried to grow its memory to {asked} bytes, over the limit of {limit} bytes, and was stopped"
     )]
     MemoryLimit {
         /// The policy's name.
@@ -80,7 +78,7 @@ pub enum PluginError {
         asked: usize,
     },
     /// The policy trapped (panicked, hit `unreachable`, ...).
-    #[error("policy {policy} crashed ({cause}){stderr}; nothing was removed")]
+    #[error("policy {policy} crashed ({cause}){stderr}")]
     Trap {
         /// The policy's name.
         policy: String,
@@ -104,7 +102,7 @@ pub enum PluginError {
         problem: String,
     },
     /// The verdicts do not cover the input exactly once.
-    #[error("policy {policy} returned bad verdicts: {problem}; nothing was removed")]
+    #[error("policy {policy} returned bad verdicts: {problem}")]
     BadVerdicts {
         /// The policy's name.
         policy: String,
