@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use lockwarden_tests::adversary::{pair, reason, verdict};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo, free_port};
+use lockwarden_tests::restic_version::{restic_program, restic_version};
 use lockwarden_tests::{Finished, TESTS_DIR, finish, lockwarden};
 use serde_json::Value;
 
@@ -23,7 +24,7 @@ fn run_restic_through_lockwarden(
     command
         .args(extra)
         .arg("--")
-        .arg("restic")
+        .arg(restic_program())
         .args(restic_args)
         .env("RESTIC_CACHE_DIR", repo.dir.path().join("restic-cache"));
     command
@@ -40,7 +41,11 @@ fn run_gets_restic_through_a_stale_exclusive_lock() {
         ..LockSpec::default()
     });
     let blocked = repo.restic(&["snapshots"]);
-    assert_ne!(blocked.code, 0, "restic alone is blocked: {blocked:?}");
+    assert_eq!(
+        blocked.code,
+        restic_version().locked_exit_code(),
+        "restic alone is blocked: {blocked:?}"
+    );
 
     let data = repo.dir.path().join("data");
     std::fs::create_dir_all(&data).expect("mkdir");
@@ -68,8 +73,12 @@ fn run_retries_a_live_lock_until_the_deadline_then_returns_restics_code() {
         &["check"],
     ));
     let attempts = out.stderr.matches("repository is already locked").count();
-    // restic 0.14-0.16 exit 1 on a lock, 0.17+ exit 11.
-    assert!(matches!(out.code, 1 | 11), "restic's own code: {out:?}");
+    assert_eq!(
+        out.code,
+        restic_version().locked_exit_code(),
+        "restic {}'s own code: {out:?}",
+        restic_version()
+    );
     assert!(
         attempts >= 2,
         "retried ({attempts} attempts): {}",
