@@ -94,6 +94,56 @@ fn run_retries_a_live_lock_until_the_deadline_then_returns_restics_code() {
     );
 }
 
+/// With `--json`, restic 0.18 and later report a failure as one JSON object
+/// on stderr (`{"message_type":"exit_error","code":11,...}`); `run` passes it
+/// through unchanged and still sees the lock, as it does restic 0.14's plain
+/// message.
+#[test]
+fn run_sees_the_lock_in_restics_json_errors_and_passes_them_through() {
+    let repo = TestRepo::init_local();
+    let live = Holder::start(&repo);
+    let out = finish(&mut run_restic_through_lockwarden(
+        &repo,
+        &["--retry-lock", "6s"],
+        &["--json", "check"],
+    ));
+    let version = restic_version();
+    assert_eq!(
+        out.code,
+        version.locked_exit_code(),
+        "restic {version}: {out:?}"
+    );
+    assert!(
+        out.stderr.contains("judging again"),
+        "retried: {}",
+        out.stderr
+    );
+    let errors: Vec<Value> = out
+        .stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|doc| doc["message_type"] == "exit_error")
+        .collect();
+    if version.prints_json_errors() {
+        assert!(errors.len() >= 2, "one per attempt: {}", out.stderr);
+        for error in &errors {
+            assert_eq!(error["code"], version.locked_exit_code(), "{error}");
+            let message = error["message"].as_str().unwrap_or_default();
+            assert!(message.contains("repository is already locked"), "{error}");
+        }
+    } else {
+        assert_eq!(
+            errors,
+            Vec::<Value>::new(),
+            "restic {version} prints no JSON error"
+        );
+    }
+    assert!(
+        repo.lock_ids().contains(&live.lock_id),
+        "the live lock stays"
+    );
+}
+
 #[test]
 fn run_succeeds_when_the_blocking_lock_goes_stale_while_waiting() {
     let repo = TestRepo::init_local();

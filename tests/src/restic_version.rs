@@ -102,6 +102,13 @@ impl ResticVersion {
     pub fn locked_exit_code(self) -> i32 {
         if self.since(17) { 11 } else { 1 }
     }
+
+    /// Whether `--json` makes restic report a failure as one JSON object on
+    /// stderr (`{"message_type":"exit_error","code":11,"message":...}`):
+    /// from 0.18; earlier versions print the plain message.
+    pub fn prints_json_errors(self) -> bool {
+        self.since(18)
+    }
 }
 
 impl std::fmt::Display for ResticVersion {
@@ -142,14 +149,20 @@ mod tests {
 
     #[test]
     fn what_differs_by_version() {
-        // (minor, exit code when locked)
-        for (minor, locked) in [(14, 1), (16, 1), (17, 11), (18, 11)] {
+        // (minor, exit code when locked, JSON errors)
+        for (minor, locked, json) in [
+            (14, 1, false),
+            (16, 1, false),
+            (17, 11, false),
+            (18, 11, true),
+        ] {
             let version = ResticVersion {
                 major: 0,
                 minor,
                 patch: 0,
             };
             assert_eq!(version.locked_exit_code(), locked, "{version}");
+            assert_eq!(version.prints_json_errors(), json, "{version}");
         }
     }
 }
