@@ -409,6 +409,11 @@ fn a_killed_hold_leaves_a_lock_that_is_stale_by_the_ordinary_rules() {
     // restic's own rule agrees: same host, dead pid.
     let unlock = repo.restic(&["unlock"]);
     assert_eq!(unlock.code, 0, "{unlock:?}");
+    assert_eq!(
+        unlock.stdout,
+        restic_version().unlock_message(1),
+        "{unlock:?}"
+    );
     assert_eq!(repo.lock_ids(), BTreeSet::new());
 }
 

@@ -103,6 +103,17 @@ impl ResticVersion {
         if self.since(17) { 11 } else { 1 }
     }
 
+    /// What `restic unlock` prints on stdout after removing `removed` locks:
+    /// `successfully removed locks` up to 0.14 (whatever it removed);
+    /// `successfully removed N locks` from 0.15, and nothing when N is 0.
+    pub fn unlock_message(self, removed: usize) -> String {
+        match (self.since(15), removed) {
+            (false, _) => "successfully removed locks\n".into(),
+            (true, 0) => String::new(),
+            (true, n) => format!("successfully removed {n} locks\n"),
+        }
+    }
+
     /// Whether `--json` makes restic report a failure as one JSON object on
     /// stderr (`{"message_type":"exit_error","code":11,"message":...}`):
     /// from 0.18; earlier versions print the plain message.
@@ -164,5 +175,18 @@ mod tests {
             assert_eq!(version.locked_exit_code(), locked, "{version}");
             assert_eq!(version.prints_json_errors(), json, "{version}");
         }
+    }
+
+    #[test]
+    fn unlock_counts_what_it_removed_from_0_15() {
+        let at = |minor| ResticVersion {
+            major: 0,
+            minor,
+            patch: 0,
+        };
+        assert_eq!(at(14).unlock_message(0), "successfully removed locks\n");
+        assert_eq!(at(14).unlock_message(3), "successfully removed locks\n");
+        assert_eq!(at(15).unlock_message(0), "");
+        assert_eq!(at(18).unlock_message(3), "successfully removed 3 locks\n");
     }
 }
