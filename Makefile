@@ -77,9 +77,27 @@ $(AZURITE)/node_modules/.package-lock.json: $(AZURITE)/package-lock.json
 
 servers: setup $(SERVERS_ENV)/installed $(AZURITE)/node_modules/.package-lock.json ## Install the S3, GCS and Azure test servers (moto, fake-gcs-server, Azurite)
 
-test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed image ## Build everything (the test guests and the image too) and run all tests (Rust, Node.js and Python hosts)
+# restic 0.18, the second restic the end-to-end tests run: Debian 13's
+# package, fetched from the Debian mirror this machine's apt sources name
+# (scripts/debian-package.sh, on a private apt state), unpacked, never
+# installed. It needs only libc, so it runs on Debian 12. Kept only once it
+# says it is 0.18, so a present file is never refetched.
+RESTIC_018 := target/restic-0.18/restic
+$(RESTIC_018):
+	./scripts/debian-package.sh trixie restic $(@D)/deb
+	@$(@D)/deb/usr/bin/restic version | grep -q '^restic 0\.18\.' \
+		|| { echo "trixie's restic is not 0.18: $$($(@D)/deb/usr/bin/restic version)" >&2; exit 1; }
+	install -m 0755 $(@D)/deb/usr/bin/restic $@
+
+# The end-to-end suite runs twice: with Debian 12's restic 0.14 (PATH's, in
+# the workspace run) and with restic 0.18. The two differ in what lockwarden
+# must get right with either: exit codes (11 when locked, 10, 12 from 0.17),
+# unlock's message, which locks restic skips or retries. Tests read the
+# restic to run from LOCKWARDEN_TEST_RESTIC (tests/src/restic.rs).
+test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed image $(RESTIC_018) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js and Python hosts); the end-to-end ones with restic 0.14 and 0.18
 	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden
 	$(CARGO) test $(PROFILE_FLAGS) --workspace
+	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) $(CARGO) test $(PROFILE_FLAGS) -p lockwarden --test e2e
 
 lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-wasip2
 	$(CARGO) fmt --all -- --check

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use lockwarden_tests::cloud::Store;
 use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, RestServer, TestRepo, swift_through_restic};
+use lockwarden_tests::restic_version::restic_version;
 use lockwarden_tests::sshd::Sshd;
 use lockwarden_tests::{Finished, finish};
 use serde_json::Value;
@@ -164,7 +165,11 @@ fn an_exclusive_hold_blocks_restic(repo: &TestRepo) {
     assert_eq!(lock["hostname"], hostname.as_str(), "{lock}");
 
     let backup = repo.restic(&["backup", &data(repo)]);
-    assert_ne!(backup.code, 0, "restic backed up past the hold: {backup:?}");
+    assert_eq!(
+        backup.code,
+        restic_version().locked_exit_code(),
+        "restic backed up past the hold: {backup:?}"
+    );
     assert!(backup.stderr.contains("already locked"), "{backup:?}");
 
     let out = held.finish(3);
@@ -229,7 +234,11 @@ fn a_shared_hold_lets_backups_run_and_keeps_exclusive_commands_out() {
         "a backup runs beside a shared hold: {backup:?}"
     );
     let prune = repo.restic(&["prune"]);
-    assert_ne!(prune.code, 0, "prune ran past a shared hold: {prune:?}");
+    assert_eq!(
+        prune.code,
+        restic_version().locked_exit_code(),
+        "prune ran past a shared hold: {prune:?}"
+    );
     assert!(prune.stderr.contains("already locked"), "{prune:?}");
 
     let out = held.finish(0);
@@ -400,6 +409,11 @@ fn a_killed_hold_leaves_a_lock_that_is_stale_by_the_ordinary_rules() {
     // restic's own rule agrees: same host, dead pid.
     let unlock = repo.restic(&["unlock"]);
     assert_eq!(unlock.code, 0, "{unlock:?}");
+    assert_eq!(
+        unlock.stdout,
+        restic_version().unlock_message(1),
+        "{unlock:?}"
+    );
     assert_eq!(repo.lock_ids(), BTreeSet::new());
 }
 

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use lockwarden_tests::adversary::{pair, reason, verdict};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo, free_port};
+use lockwarden_tests::restic_version::{restic_program, restic_version};
 use lockwarden_tests::{Finished, TESTS_DIR, finish, lockwarden};
 use serde_json::Value;
 
@@ -23,7 +24,7 @@ fn run_restic_through_lockwarden(
     command
         .args(extra)
         .arg("--")
-        .arg("restic")
+        .arg(restic_program())
         .args(restic_args)
         .env("RESTIC_CACHE_DIR", repo.dir.path().join("restic-cache"));
     command
@@ -40,7 +41,11 @@ fn run_gets_restic_through_a_stale_exclusive_lock() {
         ..LockSpec::default()
     });
     let blocked = repo.restic(&["snapshots"]);
-    assert_ne!(blocked.code, 0, "restic alone is blocked: {blocked:?}");
+    assert_eq!(
+        blocked.code,
+        restic_version().locked_exit_code(),
+        "restic alone is blocked: {blocked:?}"
+    );
 
     let data = repo.dir.path().join("data");
     std::fs::create_dir_all(&data).expect("mkdir");
@@ -68,8 +73,12 @@ fn run_retries_a_live_lock_until_the_deadline_then_returns_restics_code() {
         &["check"],
     ));
     let attempts = out.stderr.matches("repository is already locked").count();
-    // restic 0.14-0.16 exit 1 on a lock, 0.17+ exit 11.
-    assert!(matches!(out.code, 1 | 11), "restic's own code: {out:?}");
+    assert_eq!(
+        out.code,
+        restic_version().locked_exit_code(),
+        "restic {}'s own code: {out:?}",
+        restic_version()
+    );
     assert!(
         attempts >= 2,
         "retried ({attempts} attempts): {}",
@@ -79,6 +88,56 @@ fn run_retries_a_live_lock_until_the_deadline_then_returns_restics_code() {
         started.elapsed() >= Duration::from_secs(5),
         "waited for the backoff"
     );
+    assert!(
+        repo.lock_ids().contains(&live.lock_id),
+        "the live lock stays"
+    );
+}
+
+/// With `--json`, restic 0.18 and later report a failure as one JSON object
+/// on stderr (`{"message_type":"exit_error","code":11,...}`); `run` passes it
+/// through unchanged and still sees the lock, as it does restic 0.14's plain
+/// message.
+#[test]
+fn run_sees_the_lock_in_restics_json_errors_and_passes_them_through() {
+    let repo = TestRepo::init_local();
+    let live = Holder::start(&repo);
+    let out = finish(&mut run_restic_through_lockwarden(
+        &repo,
+        &["--retry-lock", "6s"],
+        &["--json", "check"],
+    ));
+    let version = restic_version();
+    assert_eq!(
+        out.code,
+        version.locked_exit_code(),
+        "restic {version}: {out:?}"
+    );
+    assert!(
+        out.stderr.contains("judging again"),
+        "retried: {}",
+        out.stderr
+    );
+    let errors: Vec<Value> = out
+        .stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|doc| doc["message_type"] == "exit_error")
+        .collect();
+    if version.prints_json_errors() {
+        assert!(errors.len() >= 2, "one per attempt: {}", out.stderr);
+        for error in &errors {
+            assert_eq!(error["code"], version.locked_exit_code(), "{error}");
+            let message = error["message"].as_str().unwrap_or_default();
+            assert!(message.contains("repository is already locked"), "{error}");
+        }
+    } else {
+        assert_eq!(
+            errors,
+            Vec::<Value>::new(),
+            "restic {version} prints no JSON error"
+        );
+    }
     assert!(
         repo.lock_ids().contains(&live.lock_id),
         "the live lock stays"

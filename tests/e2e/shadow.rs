@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use lockwarden_tests::guard::Guarded;
 use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{TestRepo, free_port};
+use lockwarden_tests::restic_version::restic_program;
 use lockwarden_tests::{Finished, Guest, guests};
 use serde_json::Value;
 
@@ -251,9 +252,10 @@ fn shadow_settings_are_checked_before_anything_is_judged() {
 #[test]
 fn run_logs_the_disagreement_and_removes_what_the_enforced_policy_says() {
     let (repo, _, exclusive) = two_old_locks();
+    let restic = restic_program().to_str().expect("utf-8");
     let out = repo.warden(
         "run",
-        &[&strict_shadow()[..], &["--", "restic", "cat", "config"]].concat(),
+        &[&strict_shadow()[..], &["--", restic, "cat", "config"]].concat(),
     );
     assert_eq!(out.code, 0, "{out:?}");
     assert!(

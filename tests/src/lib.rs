@@ -13,6 +13,7 @@ pub mod node_host;
 pub mod parity;
 pub mod registry;
 pub mod restic;
+pub mod restic_version;
 pub mod sshd;
 pub mod webhook;
 

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use crate::restic::TestRepo;
+use crate::restic_version::restic_version;
 
 /// Ages, in minutes from now, of the forged locks: on either side of
 /// restic's 30 minutes (a minute's margin), fresh, and in the future.
@@ -53,14 +54,23 @@ pub fn assert_same_kept(ours: &BTreeSet<usize>, theirs: &BTreeSet<usize>) {
 
 /// After lockwarden unlocked `ours`: runs `restic unlock` on `theirs` and
 /// asserts, as [`assert_same_kept`], that both kept the same forged locks
-/// (`our_ids` and `their_ids`, written by [`write_ages`] in each).
+/// (`our_ids` and `their_ids`, written by [`write_ages`] in each), and that
+/// restic said it removed the others.
 pub fn restic_unlock_keeps_the_same(
     ours: &TestRepo,
     our_ids: &[String],
     theirs: &TestRepo,
     their_ids: &[String],
 ) {
+    let before = theirs.lock_ids().len();
     let restic = theirs.restic(&["unlock"]);
     assert_eq!(restic.code, 0, "{restic:?}");
+    let removed = before - theirs.lock_ids().len();
+    assert_eq!(
+        restic.stdout,
+        restic_version().unlock_message(removed),
+        "restic {} removed {removed}",
+        restic_version()
+    );
     assert_same_kept(&kept(ours, our_ids), &kept(theirs, their_ids));
 }

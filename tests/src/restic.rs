@@ -1,5 +1,6 @@
 //! Real restic repositories for tests: created by the `restic` binary, with
-//! lock holders that are real restic processes.
+//! lock holders that are real restic processes. Which restic:
+//! [`restic_program`].
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -8,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::cloud::RemoteDir;
+use crate::restic_version::restic_program;
 use crate::{Finished, finish};
 
 /// The password of every test repository.
@@ -90,9 +92,9 @@ impl TestRepo {
         file
     }
 
-    /// A `restic` command for this repository.
+    /// A `restic` command ([`restic_program`]) for this repository.
     pub fn restic_command(&self) -> Command {
-        let mut command = Command::new("restic");
+        let mut command = Command::new(restic_program());
         command
             .env("RESTIC_REPOSITORY", &self.location)
             .env("RESTIC_PASSWORD_FILE", self.password_file())
@@ -179,28 +181,20 @@ impl TestRepo {
 
 /// A repository on disk that lockwarden reaches as `swift:test:/repo`, one
 /// of the schemes it reads through restic: a `restic` shim first in `PATH`
-/// logs each command line (to the returned file) and runs the real restic
-/// on the directory instead.
+/// logs each command line (to the returned file) and runs the tests' restic
+/// ([`restic_program`]) on the directory instead.
 pub fn swift_through_restic(dir: &Path) -> (TestRepo, std::path::PathBuf) {
     let path = dir.join("repo");
     let mut repo = TestRepo::at(path.display().to_string(), path.clone());
     repo.init();
     let shim = dir.join("shim");
     std::fs::create_dir(&shim).expect("shim dir");
-    let real = String::from_utf8(
-        Command::new("sh")
-            .args(["-c", "command -v restic"])
-            .output()
-            .expect("sh")
-            .stdout,
-    )
-    .expect("utf-8");
     let log = dir.join("calls.log");
     let script = format!(
         "#!/bin/sh\necho \"$*\" >> {}\nRESTIC_REPOSITORY={} exec {} \"$@\"\n",
         log.display(),
         path.display(),
-        real.trim()
+        restic_program().display()
     );
     let restic = shim.join("restic");
     std::fs::write(&restic, script).expect("write shim");
@@ -237,9 +231,12 @@ impl Holder {
     pub fn start_on_host(repo: &TestRepo, hostname: &str) -> Holder {
         let inner = repo.restic_command();
         let mut command = Command::new("unshare");
-        command.args(["--uts", "sh", "-c"]).arg(format!(
-            "hostname {hostname} && exec restic backup --stdin --stdin-filename held"
-        ));
+        command
+            .args(["--uts", "sh", "-c"])
+            .arg(format!(
+                "hostname {hostname} && exec \"$0\" backup --stdin --stdin-filename held"
+            ))
+            .arg(restic_program());
         for (k, v) in inner.get_envs() {
             match v {
                 Some(v) => command.env(k, v),
