@@ -69,10 +69,18 @@ pub fn written_lock(storage: &Storage) -> Verdict {
     if !storage.writable {
         return NotApplicable("the emulator refuses object_store's uploads");
     }
+    let restic = format!(
+        "env {} {}",
+        storage.restic_env_words(),
+        shell_quote(
+            &crate::restic_version::restic_program()
+                .display()
+                .to_string()
+        )
+    );
     let script = format!(
-        "for id in $(env {0} restic list locks --no-lock); do env {0} restic cat lock --no-lock $id || exit 7; done; \
-         env {0} restic prune --dry-run >/dev/null 2>&1 && exit 8; exit 0",
-        storage.restic_env_words()
+        "for id in $({restic} list locks --no-lock); do {restic} cat lock --no-lock $id || exit 7; done; \
+         {restic} prune --dry-run >/dev/null 2>&1 && exit 8; exit 0"
     );
     let out =
         finish_guarded(

@@ -10,6 +10,9 @@ use crate::cloud::{Bucket, Store};
 use crate::restic::{RestServer, TestRepo};
 use crate::sshd::Sshd;
 
+/// How an object goes under a raw key in one store.
+type PutRaw = fn(&Storage, &str, &[u8]);
+
 /// One storage with a fresh restic repository on it.
 pub struct Storage {
     /// The backend's name in the suite's table.
@@ -31,7 +34,7 @@ pub struct Storage {
     pub writable: bool,
     /// Puts an object under a raw key relative to the repository, for the
     /// keys no file system holds (`locks//x`).
-    put_raw: Option<fn(&Storage, &str, &[u8])>,
+    put_raw: Option<PutRaw>,
     /// What must live as long as the storage (servers, buckets).
     _keep: Vec<Box<dyn std::any::Any>>,
 }
@@ -102,7 +105,7 @@ impl Storage {
     pub fn cloud(store: Store) -> Storage {
         let bucket = store.new_bucket();
         let repo = bucket.init_repo("repo");
-        let (name, put_raw): (&'static str, Option<fn(&Storage, &str, &[u8])>) = match store {
+        let (name, put_raw): (&'static str, Option<PutRaw>) = match store {
             Store::S3 => ("s3", Some(put_raw_s3)),
             Store::Azure => ("azure", None),
             Store::Gcs => ("gs", Some(put_raw_gcs)),
