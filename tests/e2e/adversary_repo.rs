@@ -305,6 +305,49 @@ fn unreadable_lock_files_stored_long_ago_are_removed() {
     repo.assert_usable();
 }
 
+/// Issue 22, item 4: a storage whose clock is 35 minutes behind (an NFS or
+/// SFTP server) stamps a running restic's lock file 35 minutes old. The
+/// lock's own time is seconds old, so the clocks disagree, and disagreeing
+/// clocks keep: the real restic on another host keeps its lock under
+/// `lockwarden unlock` as under `restic unlock`, and finishes its backup. The
+/// storage's age still decides a lock whose own time cannot: one dated two
+/// hours in the future and stored two hours ago is removed.
+#[test]
+fn a_slow_storage_clock_never_removes_a_running_restics_lock() {
+    let repo = TestRepo::init_local();
+    let holder = lockwarden_tests::restic::Holder::start_on_host(&repo, "nfs-client");
+    age_lock_file(&repo, &holder.lock_id, 35 * 60);
+    let future = LockWriter::new(&repo).write(LockSpec {
+        time: time_from_now(2 * HOUR),
+        hostname: "elsewhere",
+        pid: 43,
+        encoding: Encoding::Raw,
+        ..LockSpec::default()
+    });
+    age_lock_file(&repo, &future, 2 * 3600);
+
+    let out = warden(&repo, "check", &["--json"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let report = doc(&out);
+    assert_eq!(verdict(&report, &holder.lock_id), pair("keep", "fresh"));
+    let reason = entry(&report, &holder.lock_id)["reason"]
+        .as_str()
+        .expect("reason")
+        .to_owned();
+    assert!(
+        reason.contains("stored 35m") && reason.contains("disagreeing clocks keep"),
+        "{reason}"
+    );
+    assert_eq!(verdict(&report, &future), pair("remove", "stored-long-ago"));
+
+    let restic = repo.restic(&["unlock"]);
+    assert_eq!(restic.code, 0, "{restic:?}");
+    assert!(repo.lock_ids().contains(&holder.lock_id), "{restic:?}");
+    assert_unlock_leaves(&repo, &[&holder.lock_id]);
+    assert_eq!(holder.finish(), 0, "the backup finished with its lock");
+    repo.assert_usable();
+}
+
 /// Item 7: a lock file over 64 KiB is unreadable without being read into
 /// memory; its problem says its size in bytes and the JSON report gives its
 /// real size. A 1 GiB sparse file and a 70 KiB one are both kept.

@@ -26,6 +26,7 @@ mod oci;
 mod operators;
 mod policy_cli;
 mod rclone;
+mod rclone_secrets;
 mod repo;
 mod runtime;
 mod sftp;

@@ -109,9 +109,9 @@ fn default_policy_judges_by_age_when_nothing_else_is_known() {
 
 /// The default policy built against contract 0.1.0 (a test guest, built from
 /// the current rules) loads and judges in this host, without the facts 0.1.0
-/// does not have: a lock and an empty file the storage stored two hours ago
-/// are judged by the lock's own time and kept, where the 0.2.0 build removes
-/// both by their storage age.
+/// does not have: a lock dated in the future and an empty file, both stored
+/// two hours ago, are kept (by the lock's own time, and as unreadable), where
+/// the 0.2.0 build removes both by their storage age.
 #[test]
 fn a_contract_0_1_policy_keeps_loading_and_judging() {
     let rt = runtime();
@@ -121,10 +121,10 @@ fn a_contract_0_1_policy_keeps_loading_and_judging() {
     assert_eq!(old.info().name, "lockwarden-default");
     let current = rt.load_default().expect("default");
     let stored_long_ago = || {
-        let mut young = lock(3, 5 * MINUTE);
-        young.stored_at = Some(NOW - 120 * MINUTE);
+        let mut future = lock(3, -60 * MINUTE);
+        future.stored_at = Some(NOW - 120 * MINUTE);
         request_with(
-            vec![lock(1, 31 * MINUTE), lock(2, 29 * MINUTE), young],
+            vec![lock(1, 31 * MINUTE), lock(2, 29 * MINUTE), future],
             Some(120 * MINUTE),
         )
     };
@@ -143,7 +143,7 @@ fn a_contract_0_1_policy_keeps_loading_and_judging() {
         owned(&[
             (Action::Remove, "expired"),
             (Action::Keep, "fresh"),
-            (Action::Keep, "fresh"),
+            (Action::Keep, "future-time"),
             (Action::Keep, "unreadable"),
         ])
     );

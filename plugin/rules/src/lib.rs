@@ -9,14 +9,17 @@
 //! | host-gone       | host evidence says dead                                   | remove |
 //! | expired         | now - time > stale-after (restic's rule)                  | remove |
 //! | unrefreshed     | now - first-seen > stale-after (host's own clock)         | remove |
-//! | stored-long-ago | now - stored-at > stale-after + max-clock-skew            | remove |
+//! | stored-long-ago | time > now + max-clock-skew, and now - stored-at >        | remove |
+//! |                 | stale-after + max-clock-skew                              |        |
 //! | future-time     | time > now + max-clock-skew                               | keep   |
 //! | fresh           | otherwise                                                 | keep   |
 //! | unreadable-old  | unreadable, and now - stored-at > unreadable-after +      | remove |
 //! |                 | max-clock-skew, or now - first-seen > unreadable-after    |        |
 //! | unreadable      | unreadable, otherwise                                     | keep   |
 //!
-//! `unknown` evidence never leads to `remove`.
+//! `unknown` evidence never leads to `remove`, and neither do disagreeing
+//! clocks: a lock whose own time is fresh is never removed on the storage's
+//! age alone (`stored-long-ago` below).
 //!
 //! This crate knows no contract: its types are plain Rust, and each build of
 //! the policy (the component in `plugin/`, a contract 0.1.0 build for tests)
@@ -71,9 +74,12 @@ impl Default for Settings {
 const STALE_AFTER: &str = "stale-after";
 const MAX_CLOCK_SKEW: &str = "max-clock-skew";
 const UNREADABLE_AFTER: &str = "unreadable-after";
-/// The shortest `unreadable-after`: restic's stale age, below which the host
-/// refuses to remove an unreadable file whatever a policy says.
-const MIN_UNREADABLE_AFTER: i64 = 30 * MINUTE;
+/// restic's stale age. The shortest `stale-after`: a live restic refreshes
+/// its lock every 5 minutes, but may go 22.5 minutes between refreshes on a
+/// slow upload (and gives up only then), so a shorter age removes live locks.
+/// Also the shortest `unreadable-after`, below which the host refuses to
+/// remove an unreadable file whatever a policy says.
+const RESTIC_STALE_AGE: i64 = 30 * MINUTE;
 
 impl Settings {
     /// Validates key/value settings; keys not given keep their defaults
@@ -102,14 +108,19 @@ impl Settings {
                 }
             }
         }
-        if settings.stale_after == 0 {
+        if settings.stale_after < RESTIC_STALE_AGE {
             return Err(PolicyError::InvalidSetting(format!(
-                "setting `{STALE_AFTER}`: must be longer than 0, or every lock would be stale"
+                "setting `{STALE_AFTER}`: must be at least 30m (restic's stale age): a live \
+                 restic refreshes its lock every 5 minutes and may go 22.5 minutes between \
+                 refreshes on a slow upload, so a shorter age removes live locks. Evidence \
+                 removes a dead holder's lock sooner: process-dead for locks from this machine, \
+                 host-gone with --hosts-command or --hosts-file (a pod inventory), unrefreshed \
+                 with the first-seen store (--state-dir, always on in watch)"
             )));
         }
         settings.unreadable_after =
             unreadable_after.unwrap_or_else(|| settings.stale_after.max(HOUR));
-        if settings.unreadable_after < MIN_UNREADABLE_AFTER {
+        if settings.unreadable_after < RESTIC_STALE_AGE {
             return Err(PolicyError::InvalidSetting(format!(
                 "setting `{UNREADABLE_AFTER}`: must be at least 30m (restic's stale age; the \
                  host removes no younger unreadable file)"
@@ -126,17 +137,20 @@ pub fn info() -> Info {
         version: env!("CARGO_PKG_VERSION").into(),
         description: "Removes a restic lock when its holder is known to be gone (same-host \
             process dead or pid reused, host or pod gone) or when it is older than stale-after \
-            (restic's 30-minute rule, by the lock's time, by when the host first saw it, or by \
-            when the storage stored it). Removes a lock file it cannot read once it was stored \
-            or first seen longer than unreadable-after ago. Keeps everything else, including \
-            every lock whose holder is unknown."
+            (restic's 30-minute rule, by the lock's time, by when the host first saw it, or, \
+            for a lock dated in the future, by when the storage stored it). Removes a lock file \
+            it cannot read once it was stored or first seen longer than unreadable-after ago. \
+            Keeps everything else, including every lock whose holder is unknown and every lock \
+            whose own time is fresh however old the storage says it is."
             .into(),
         settings: vec![
             SettingInfo {
                 name: STALE_AFTER.into(),
                 default_value: "30m".into(),
                 help: format!(
-                    "a lock older than this is stale, as in restic; {}",
+                    "a lock older than this is stale, as in restic; at least 30m (a live restic \
+                     may go 22.5 minutes between refreshes; evidence removes a dead holder's lock \
+                     sooner); {}",
                     duration::ACCEPTED
                 ),
             },
@@ -416,14 +430,27 @@ fn unrefreshed(c: &Context) -> Option<(Action, String)> {
 /// A live holder replaces its lock file every 5 minutes, so a file the
 /// storage stored longer ago than stale-after (plus the skew the storage's
 /// clock may have) is not being refreshed, whatever its content says.
+///
+/// The storage's clock decides only where the lock's own time cannot: a lock
+/// dated beyond max-clock-skew in the future (its writer's clock is wrong, so
+/// `expired` can never fire). A lock whose own time is fresh is kept however
+/// old the storage says its file is: that is two clocks disagreeing (an NFS
+/// or SFTP server whose clock is behind stamps a live holder's new file 35
+/// minutes old), and disagreeing evidence keeps, as restic does. The storage's
+/// age could also decide where the host measured the storage's clock against
+/// its own (an HTTP `Date` header, within max-clock-skew); contract 0.2.0 has
+/// no field that says so, so this rule waits for one.
 fn stored_long_ago(c: &Context) -> Option<(Action, String)> {
+    let ahead = future_by(c)?;
     let stored_at = c.lock.stored_at?;
     (storage_age(c.now, stored_at, c.settings) > c.settings.stale_after).then(|| {
         (
             Action::Remove,
             format!(
-                "stored {} ago by the storage's clock, longer than stale-after {} plus \
-                 max-clock-skew {}: a live holder replaces its lock file every 5 minutes ({})",
+                "lock is dated {} in the future, and was stored {} ago by the storage's clock, \
+                 longer than stale-after {} plus max-clock-skew {}: a live holder replaces its \
+                 lock file every 5 minutes ({})",
+                duration::format(ahead),
                 duration::format(age(c.now, stored_at)),
                 duration::format(c.settings.stale_after),
                 duration::format(c.settings.max_clock_skew),
@@ -433,9 +460,15 @@ fn stored_long_ago(c: &Context) -> Option<(Action, String)> {
     })
 }
 
-fn future_time(c: &Context) -> Option<(Action, String)> {
+/// How far the lock is dated in the future, when that is beyond
+/// max-clock-skew: its writer's clock is wrong, and its own time says nothing.
+fn future_by(c: &Context) -> Option<i64> {
     let ahead = c.lock.time.saturating_sub(c.now);
-    (ahead > c.settings.max_clock_skew).then(|| {
+    (ahead > c.settings.max_clock_skew).then_some(ahead)
+}
+
+fn future_time(c: &Context) -> Option<(Action, String)> {
+    future_by(c).map(|ahead| {
         (
             Action::Keep,
             format!(
@@ -449,11 +482,25 @@ fn future_time(c: &Context) -> Option<(Action, String)> {
     })
 }
 
+/// Keeps the lock; when the storage's clock says the file is old while the
+/// lock's own time is fresh, says that the clocks disagree.
 fn fresh(c: &Context) -> Option<(Action, String)> {
+    let disagreeing = c
+        .lock
+        .stored_at
+        .filter(|&at| storage_age(c.now, at, c.settings) > c.settings.stale_after)
+        .map(|at| {
+            format!(
+                ", though the storage's clock says it was stored {} ago: disagreeing clocks \
+                 keep a lock",
+                duration::format(age(c.now, at))
+            )
+        })
+        .unwrap_or_default();
     Some((
         Action::Keep,
         format!(
-            "lock is {} old, within stale-after {} ({})",
+            "lock is {} old, within stale-after {}{disagreeing} ({})",
             duration::format(age(c.now, c.lock.time)),
             duration::format(c.settings.stale_after),
             c.evidence.details()

@@ -182,17 +182,30 @@ fn rule_table() {
         // Alive beats dead: never remove a lock something says is held.
         Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         stored_ago: None,         process: alive(), host: dead(),  rule: "holder-alive", action: Action::Keep },
         Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         stored_ago: None,         process: dead(),  host: alive(), rule: "holder-alive", action: Action::Keep },
-        // The storage's age: past stale-after plus max-clock-skew, and only then.
-        Row { age: m,          hostname: "other", first_seen_ago: None,         stored_ago: Some(31 * m), process: None,    host: None,    rule: "fresh",        action: Action::Keep },
-        Row { age: m,          hostname: "other", first_seen_ago: None,         stored_ago: Some(31 * m + 1), process: None, host: None,   rule: "stored-long-ago", action: Action::Remove },
-        Row { age: m,          hostname: "other", first_seen_ago: None,         stored_ago: Some(-HOUR),  process: None,    host: None,    rule: "fresh",        action: Action::Keep },
+        // The storage's age decides only a lock dated beyond max-clock-skew in
+        // the future: past stale-after plus max-clock-skew, and only then.
+        Row { age: -2 * HOUR,  hostname: "other", first_seen_ago: None,         stored_ago: Some(31 * m), process: None,    host: None,    rule: "future-time",  action: Action::Keep },
+        Row { age: -2 * HOUR,  hostname: "other", first_seen_ago: None,         stored_ago: Some(31 * m + 1), process: None, host: None,   rule: "stored-long-ago", action: Action::Remove },
         Row { age: -2 * HOUR,  hostname: "other", first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: None,  host: None,    rule: "stored-long-ago", action: Action::Remove },
-        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: alive(), host: None,  rule: "holder-alive", action: Action::Keep },
-        Row { age: m,          hostname: "pod-1", first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: None,  host: alive(), rule: "holder-alive", action: Action::Keep },
+        Row { age: -2 * HOUR,  hostname: "other", first_seen_ago: None,         stored_ago: Some(-HOUR),  process: None,    host: None,    rule: "future-time",  action: Action::Keep },
+        Row { age: -m,         hostname: "other", first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: None,  host: None,    rule: "fresh",        action: Action::Keep },
+        Row { age: -m - 1,     hostname: "other", first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: None,  host: None,    rule: "stored-long-ago", action: Action::Remove },
+        // Disagreeing clocks keep: a lock whose own time is fresh stays
+        // however old the storage's clock says its file is (a storage clock
+        // 35 minutes slow, a lock written seconds ago).
+        Row { age: 5 * SECOND, hostname: "other", first_seen_ago: None,         stored_ago: Some(35 * m), process: None,    host: None,    rule: "fresh",        action: Action::Keep },
+        Row { age: 29 * m,     hostname: "other", first_seen_ago: None,         stored_ago: Some(3 * HOUR), process: None,  host: None,    rule: "fresh",        action: Action::Keep },
+        Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         stored_ago: Some(3 * HOUR), process: unknown(), host: unknown(), rule: "fresh", action: Action::Keep },
+        Row { age: m,          hostname: "other", first_seen_ago: None,         stored_ago: Some(-HOUR),  process: None,    host: None,    rule: "fresh",        action: Action::Keep },
+        // Evidence about the holder, restic's rule and the host's own first
+        // sighting all come before the storage's age.
+        Row { age: -2 * HOUR,  hostname: LOCAL,   first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: alive(), host: None,  rule: "holder-alive", action: Action::Keep },
+        Row { age: -2 * HOUR,  hostname: "pod-1", first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: None,  host: alive(), rule: "holder-alive", action: Action::Keep },
         Row { age: m,          hostname: LOCAL,   first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: dead(), host: None,   rule: "process-dead", action: Action::Remove },
         Row { age: m,          hostname: "pod-1", first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: None,  host: dead(),  rule: "host-gone",    action: Action::Remove },
         Row { age: 31 * m,     hostname: "other", first_seen_ago: None,         stored_ago: Some(2 * HOUR), process: None,  host: None,    rule: "expired",      action: Action::Remove },
         Row { age: m,          hostname: "other", first_seen_ago: Some(31 * m), stored_ago: Some(2 * HOUR), process: None,  host: None,    rule: "unrefreshed",  action: Action::Remove },
+        Row { age: -2 * HOUR,  hostname: "other", first_seen_ago: Some(31 * m), stored_ago: Some(2 * HOUR), process: None,  host: None,    rule: "unrefreshed",  action: Action::Remove },
     ];
     for (n, row) in rows.into_iter().enumerate() {
         let facts = TableFacts {
@@ -412,7 +425,8 @@ fn an_old_lock_with_a_live_holder_is_kept_with_a_warning() {
 }
 
 /// With every answer `unknown` and no first-seen, the policy decides exactly as
-/// `restic unlock` does for locks from other hosts: stale when now - time > 30m.
+/// `restic unlock` does for locks from other hosts: stale when now - time > 30m,
+/// whatever stored-at time a lock not dated in the future has.
 #[test]
 fn with_no_evidence_decisions_equal_restics_age_rule() {
     let restic_is_stale = |time: i64| NOW - time > 30 * MINUTE;
@@ -434,6 +448,11 @@ fn with_no_evidence_decisions_equal_restics_age_rule() {
         .map(|(i, age)| {
             let mut l = lock(*age, if i % 2 == 0 { LOCAL } else { "other" });
             l.id = format!("{i:064x}");
+            // A stored-at time, however old, changes nothing for a lock not
+            // dated in the future.
+            if *age >= 0 && i % 3 == 0 {
+                l.stored_at = Some(NOW - *age - 3 * HOUR);
+            }
             l
         })
         .collect();
@@ -452,14 +471,16 @@ fn with_no_evidence_decisions_equal_restics_age_rule() {
 #[test]
 fn stored_long_ago_counts_the_skew_once_and_names_the_storage_age() {
     let facts = TableFacts::default();
-    let kept = run(&facts, stored_lock(MINUTE, "other", 31 * MINUTE));
-    assert_eq!((kept.rule, kept.action), ("fresh", Action::Keep));
-    let removed = run(&facts, stored_lock(MINUTE, "other", 2 * HOUR + 5 * SECOND));
+    let ahead = -2 * HOUR;
+    let kept = run(&facts, stored_lock(ahead, "other", 31 * MINUTE));
+    assert_eq!((kept.rule, kept.action), ("future-time", Action::Keep));
+    let removed = run(&facts, stored_lock(ahead, "other", 2 * HOUR + 5 * SECOND));
     assert_eq!(
         (removed.rule, removed.action),
         ("stored-long-ago", Action::Remove)
     );
     for part in [
+        "dated 2h in the future",
         "stored 2h5s ago by the storage's clock",
         "stale-after 30m",
         "max-clock-skew 1m",
@@ -468,14 +489,52 @@ fn stored_long_ago_counts_the_skew_once_and_names_the_storage_age() {
         assert!(removed.reason.contains(part), "{part}: {}", removed.reason);
     }
 
-    // A larger skew moves the boundary with it.
+    // A larger skew moves both boundaries with it: how far in the future a
+    // lock must be dated, and how long ago it must have been stored.
     let settings = Settings {
         max_clock_skew: 10 * MINUTE,
         ..Settings::default()
     };
-    let at = |stored_ago| run_with(&facts, &settings, stored_lock(MINUTE, "other", stored_ago));
-    assert_eq!(at(40 * MINUTE).rule, "fresh");
-    assert_eq!(at(40 * MINUTE + 1).rule, "stored-long-ago");
+    let at = |age, stored_ago| run_with(&facts, &settings, stored_lock(age, "other", stored_ago));
+    assert_eq!(at(ahead, 40 * MINUTE).rule, "future-time");
+    assert_eq!(at(ahead, 40 * MINUTE + 1).rule, "stored-long-ago");
+    assert_eq!(at(-10 * MINUTE, 3 * HOUR).rule, "fresh");
+    assert_eq!(at(-10 * MINUTE - 1, 3 * HOUR).rule, "stored-long-ago");
+}
+
+/// A storage whose clock is behind (an NFS or SFTP server 35 minutes slow)
+/// stamps a running restic's new lock file 35 minutes old. restic keeps that
+/// lock, and so does the policy: the storage's age alone never outweighs a
+/// lock's own fresh time. The reason says the clocks disagree.
+#[test]
+fn a_slow_storage_clock_never_removes_a_fresh_lock() {
+    let facts = TableFacts::default();
+    for (age, stored_ago) in [
+        (5 * SECOND, 35 * MINUTE),
+        (0, 31 * MINUTE + 1),
+        (30 * MINUTE, 65 * MINUTE),
+        (MINUTE, 48 * HOUR),
+        (-MINUTE, 48 * HOUR),
+    ] {
+        let verdict = run(&facts, stored_lock(age, "other", stored_ago));
+        assert_eq!(
+            (verdict.rule, verdict.action),
+            ("fresh", Action::Keep),
+            "age {age}, stored {stored_ago} ago: {}",
+            verdict.reason
+        );
+    }
+    let verdict = run(&facts, stored_lock(5 * SECOND, "other", 35 * MINUTE));
+    for part in [
+        "lock is 5s old, within stale-after 30m",
+        "the storage's clock says it was stored 35m ago",
+        "disagreeing clocks keep",
+    ] {
+        assert!(verdict.reason.contains(part), "{part}: {}", verdict.reason);
+    }
+    // A file stored recently says nothing about clocks.
+    let verdict = run(&facts, stored_lock(5 * SECOND, "other", 10 * SECOND));
+    assert!(!verdict.reason.contains("storage"), "{}", verdict.reason);
 }
 
 #[test]
@@ -610,8 +669,33 @@ fn settings_are_validated() {
     assert!(m.contains("`stale-after`") && m.contains("30m"), "{m}");
     let m = invalid(&[("unreadable-after", "-1h")]);
     assert!(m.contains("`unreadable-after`") && m.contains("30m"), "{m}");
-    let m = invalid(&[("stale-after", "0s")]);
-    assert!(m.contains("longer than 0"), "{m}");
+}
+
+/// restic's stale age is the shortest stale-after: a live restic on another
+/// host refreshes only every 5 minutes, and may go 22.5 minutes between
+/// refreshes. The refusal says how evidence removes a dead holder's lock
+/// sooner.
+#[test]
+fn stale_after_below_restics_stale_age_is_refused() {
+    for short in ["0", "0s", "90s", "5m", "22m30s", "29m59.999999999s"] {
+        let m = invalid(&[("stale-after", short)]);
+        for part in [
+            "`stale-after`",
+            "at least 30m",
+            "22.5 minutes",
+            "process-dead",
+            "host-gone",
+            "--hosts-command",
+            "unrefreshed",
+            "first-seen",
+        ] {
+            assert!(m.contains(part), "{short}: {part}: {m}");
+        }
+    }
+    for ok in ["30m", "1800s", "0.5h", "30m0.000000001s", "2h"] {
+        let parsed = Settings::parse(&pairs(&[("stale-after", ok)]));
+        assert!(parsed.is_ok(), "{ok}: {parsed:?}");
+    }
 }
 
 #[test]
@@ -623,7 +707,7 @@ fn unreadable_after_defaults_to_an_hour_or_a_longer_stale_after() {
     };
     assert_eq!(Settings::default().unreadable_after, HOUR);
     assert_eq!(unreadable_after(&[]), HOUR);
-    assert_eq!(unreadable_after(&[("stale-after", "10m")]), HOUR);
+    assert_eq!(unreadable_after(&[("stale-after", "45m")]), HOUR);
     assert_eq!(unreadable_after(&[("stale-after", "2h")]), 2 * HOUR);
     // An explicit value wins, in either order, down to 30m.
     assert_eq!(

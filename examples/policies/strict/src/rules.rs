@@ -20,6 +20,9 @@ use crate::bindings::lockwarden::policy::types::{
 };
 
 const SECOND: i64 = 1_000_000_000;
+/// restic's stale age, the shortest `stale-after`: a live restic refreshes its
+/// lock every 5 minutes but may go 22.5 minutes between refreshes.
+const RESTIC_STALE_AGE: i64 = 30 * 60 * SECOND;
 
 /// The validated settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,9 +64,13 @@ impl Settings {
                 }
             }
         }
-        if settings.stale_after == 0 {
+        if settings.stale_after < RESTIC_STALE_AGE {
             return Err(PolicyError::InvalidSetting(
-                "setting `stale-after`: must be longer than 0".into(),
+                "setting `stale-after`: must be at least 30m (restic's stale age): a live restic \
+                 may go 22.5 minutes between refreshes, so a shorter age removes live locks. \
+                 Evidence removes a dead holder's lock sooner: process-dead for locks from this \
+                 machine, host-gone with --hosts-command or --hosts-file (a pod inventory)"
+                    .into(),
             ));
         }
         Ok(settings)
@@ -140,7 +147,7 @@ pub fn info() -> PolicyInfo {
             setting(
                 "stale-after",
                 "30m",
-                "a lock older than this, holder unknown, is stale (2h, 90m, 1h30m, 45s)",
+                "a lock older than this, holder unknown, is stale; at least 30m (2h, 90m, 1h30m)",
             ),
             setting(
                 "exclusive-min-age",
@@ -343,10 +350,23 @@ mod tests {
         for (key, value) in [
             ("stale-after", "0"),
             ("stale-after", "30"),
+            ("stale-after", "90s"),
+            ("stale-after", "29m59s"),
             ("colour", "red"),
         ] {
             let pairs = [(key.to_owned(), value.to_owned())];
             assert!(Settings::parse(&pairs).is_err(), "{key}={value}");
+        }
+        let short = [("stale-after".to_owned(), "5m".to_owned())];
+        match Settings::parse(&short) {
+            Err(PolicyError::InvalidSetting(m)) => {
+                assert!(m.contains("at least 30m") && m.contains("host-gone"), "{m}")
+            }
+            other => panic!("5m accepted: {other:?}"),
+        }
+        for ok in ["30m", "1800s", "2h"] {
+            let pairs = [("stale-after".to_owned(), ok.to_owned())];
+            assert!(Settings::parse(&pairs).is_ok(), "{ok}");
         }
         let pairs = [("exclusive-min-age".to_owned(), "1h30m".to_owned())];
         assert_eq!(

@@ -17,6 +17,7 @@ use super::{BackendError, Scheme, Target};
 /// `azure:container:/path`.
 pub const SCHEME: Scheme = Scheme {
     name: "azure",
+    redact: crate::repo::location::redact_userinfo,
     parse: |location| parse(location).map(|_| location.to_owned()),
     open: |target: &Target<'_>| {
         let (container, prefix) =

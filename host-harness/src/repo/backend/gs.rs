@@ -17,6 +17,7 @@ use super::{BackendError, Scheme, Target};
 /// `gs:bucket:/path`.
 pub const SCHEME: Scheme = Scheme {
     name: "gs",
+    redact: crate::repo::location::redact_userinfo,
     parse: |location| parse(location).map(|_| location.to_owned()),
     open: |target: &Target<'_>| {
         let (bucket, prefix) =

@@ -30,6 +30,7 @@ use crate::repo::lockfile;
 /// `local:PATH`, or a path with no known scheme.
 pub const SCHEME: Scheme = Scheme {
     name: "local",
+    redact: crate::repo::location::redact_userinfo,
     parse: |location| {
         let path = location.strip_prefix("local:").unwrap_or(location);
         if path.is_empty() {

@@ -58,6 +58,9 @@ pub struct Scheme {
     /// and returns it in the form [`Scheme::open`] takes. The result may hold
     /// credentials: it is never shown (see [`super::location`]).
     pub parse: fn(&str) -> Result<String, LocationError>,
+    /// What may be shown of a location [`Scheme::parse`] accepted (in
+    /// messages, reports, logs, metrics), its secrets replaced by `***`.
+    pub redact: fn(&str) -> String,
     /// Opens the backend at a location [`Scheme::parse`] accepted.
     pub open: fn(&Target<'_>) -> Result<Box<dyn Backend>, BackendError>,
 }

@@ -12,8 +12,10 @@
 //!
 //! The child runs in a process group of its own, which is killed when the
 //! backend is dropped. What it prints on stderr is kept (the last
-//! [`STDERR_TAIL`] bytes) for error messages, with the remote's secrets
-//! hidden.
+//! [`STDERR_TAIL`] bytes) for error messages, with every option value of the
+//! remote and of the arguments hidden ([`remote`] decides what is secret).
+
+mod remote;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,7 +39,8 @@ use super::{
 };
 use crate::command::ChildGroup;
 use crate::limits;
-use crate::repo::location::{LocationError, redact_userinfo};
+use crate::repo::location::LocationError;
+use remote::Scrubber;
 
 /// The variable naming the rclone program (restic's `rclone.program`).
 pub const PROGRAM_VAR: &str = "LOCKWARDEN_RCLONE_PROGRAM";
@@ -54,9 +57,10 @@ pub const STDERR_TAIL: usize = limits::COMMAND_STDERR as usize;
 const LAST_WORDS: Duration = Duration::from_secs(1);
 
 /// `rclone:REMOTE`, REMOTE as rclone takes it (`name:path`, `:type:path`,
-/// `:type,option=value:path`).
+/// `:type,option=value:path`); shown with every option value hidden.
 pub const SCHEME: Scheme = Scheme {
     name: "rclone",
+    redact: remote::redact_location,
     parse: |location| {
         let remote = location.strip_prefix("rclone:").unwrap_or(location);
         if remote.trim().is_empty() {
@@ -71,6 +75,9 @@ pub const SCHEME: Scheme = Scheme {
                 "the rclone remote starts with `-`, which rclone would take for an option".into(),
             ));
         }
+        remote::check(remote).map_err(|e| {
+            LocationError::Invalid(format!("the rclone remote is not one rclone can read: {e}"))
+        })?;
         Ok(location.to_owned())
     },
     open: |target: &Target<'_>| {
@@ -130,19 +137,11 @@ impl RcloneCommand {
 }
 
 impl RcloneCommand {
-    /// The values of secret options among the arguments (`--flag VALUE`
-    /// where `--flag=VALUE` would be redacted in a location), so that
-    /// rclone's echo of its command line never shows them.
-    fn secret_values(&self) -> Vec<String> {
-        let words: Vec<&String> = std::iter::once(&self.program).chain(&self.args).collect();
-        words
-            .windows(2)
-            .filter(|pair| pair[0].starts_with("--") && !pair[1].starts_with('-'))
-            .filter(|pair| {
-                let option = format!("{}={}", pair[0], pair[1]);
-                redact_userinfo(&option) != option
-            })
-            .map(|pair| pair[1].clone())
+    /// Every word of the command, the program first.
+    fn words(&self) -> Vec<String> {
+        std::iter::once(&self.program)
+            .chain(&self.args)
+            .cloned()
             .collect()
     }
 }
@@ -158,10 +157,8 @@ pub struct RcloneBackend {
     /// The child, killed with its process group when this is dropped.
     _served: Served,
     stderr: Arc<Mutex<StderrTail>>,
-    /// The remote as given, replaced in rclone's messages by `shown`.
-    remote: String,
-    /// Values in the command's arguments that are secrets.
-    secret_args: Vec<String>,
+    /// Hides the remote's and the arguments' secrets in rclone's messages.
+    scrubber: Scrubber,
     /// The location with its secrets hidden.
     shown: String,
     timeout: Duration,
@@ -248,8 +245,7 @@ impl RcloneBackend {
             requests,
             _served: child,
             stderr,
-            remote: remote.to_owned(),
-            secret_args: command.secret_values(),
+            scrubber: Scrubber::new(remote, &command.words()),
             shown: shown.to_owned(),
             timeout,
         })
@@ -357,22 +353,11 @@ impl RcloneBackend {
             .join(" / ")
     }
 
-    /// `line` without the secrets of the remote or the arguments.
+    /// `line` (from rclone's stderr) without the secrets of the remote or
+    /// the arguments, escaped.
     fn scrub(&self, line: &str) -> String {
-        scrub(line, &self.remote, &self.secret_args)
+        crate::text::escape(&self.scrubber.scrub(line)).into_owned()
     }
-}
-
-/// `line` (from rclone's stderr) without secrets, escaped: the remote as
-/// given becomes its redacted form, each of `secret_args` becomes `***`,
-/// and any `user:password@` or secret `key=value` left (rclone may quote
-/// its options in its own way) is hidden too.
-fn scrub(line: &str, remote: &str, secret_args: &[String]) -> String {
-    let mut line = line.replace(remote, &redact_userinfo(remote));
-    for secret in secret_args.iter().filter(|s| !s.is_empty()) {
-        line = line.replace(secret.as_str(), "***");
-    }
-    crate::text::escape(&redact_userinfo(&line)).into_owned()
 }
 
 /// Keeps the last [`STDERR_TAIL`] bytes of `pipe` in `tail`, until it closes.
@@ -522,26 +507,52 @@ mod tests {
     fn rclones_messages_lose_the_secrets_of_the_remote_and_the_arguments() {
         let command = RcloneCommand::new(
             "rclone",
-            "serve restic --stdio --s3-secret-access-key ARG-S3CRET --s3-region eu",
+            "serve restic --stdio --s3-secret-access-key ARG-S3CRET --s3-region=eu-x-1",
         )
         .expect("splits");
-        assert_eq!(command.secret_values(), ["ARG-S3CRET"]);
-        let remote = ":s3,access_key_id=AK,secret_access_key=REMOTE-S3CRET:bucket/repo";
+        let remote = ":s3,access_key_id=AKIDEXAMPLE,secret_access_key=REMOTE-S3CRET:bucket/repo";
+        let scrubber = Scrubber::new(remote, &command.words());
         let echoed = format!(
             "DEBUG : rclone: starting with parameters [\"--s3-secret-access-key\" \"ARG-S3CRET\" \"{remote}\"]"
         );
-        let shown = scrub(&echoed, remote, &command.secret_values());
-        assert!(!shown.contains("S3CRET"), "{shown}");
+        let shown = crate::text::escape(&scrubber.scrub(&echoed)).into_owned();
+        for secret in ["S3CRET", "AKIDEXAMPLE"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
         assert!(
-            shown.contains("secret_access_key=***:bucket/repo"),
+            shown.contains(":s3,access_key_id=***,secret_access_key=***:bucket/repo"),
             "{shown}"
         );
-        let requoted = scrub(
-            "Failed to create file system for \":s3,secret_access_key='REMOTE-S3CRET',x=y:\"",
-            remote,
-            &[],
+        let requoted = scrubber.scrub(
+            "Failed to create file system for \":s3,secret_access_key='REMOTE-S3CRET',x=eu-x-1:\"",
         );
         assert!(!requoted.contains("S3CRET"), "{requoted}");
+        assert!(!requoted.contains("eu-x-1"), "{requoted}");
+    }
+
+    #[test]
+    fn the_shown_location_hides_every_option_value() {
+        let location =
+            "rclone::http,url='https://h.example/',headers=\"Authorization,Bearer T0KEN\":p";
+        assert_eq!((SCHEME.parse)(location).as_deref(), Ok(location));
+        assert_eq!(
+            (SCHEME.redact)(location),
+            "rclone::http,url=***,headers=***:p"
+        );
+    }
+
+    #[test]
+    fn a_remote_rclone_cannot_read_is_refused_without_quoting_it() {
+        for bad in [
+            "rclone::s3,pass='unclosed-S3CRET,region=x:b",
+            "rclone::s3,pass='S3CRET'x:b",
+            "rclone::s3,pass=S3CRET",
+            "rclone:my=S3CRET,x:b",
+        ] {
+            let err = (SCHEME.parse)(bad).expect_err(bad);
+            assert!(!err.to_string().contains("S3CRET"), "{err}");
+            assert!(err.to_string().contains("rclone can read"), "{err}");
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@ use crate::repo::location::{LocationError, percent_decode, redact_userinfo};
 /// `rest:http(s)://[user:password@]host[:port][/path]`.
 pub const SCHEME: Scheme = Scheme {
     name: "rest",
+    redact: redact_userinfo,
     parse: |location| {
         let url = Url::parse(location)?;
         Ok(format!(

@@ -22,6 +22,7 @@ pub const fn scheme(name: &'static str) -> Scheme {
     Scheme {
         name,
         parse: |location| Ok(location.to_owned()),
+        redact: redact_userinfo,
         open: |target: &Target<'_>| {
             Ok(Box::new(ResticCli::new(
                 super::scheme_of(target.location).name,

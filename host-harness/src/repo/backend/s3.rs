@@ -21,6 +21,7 @@ use crate::repo::location::LocationError;
 /// `s3:http://...`, `s3://host/bucket/prefix`.
 pub const SCHEME: Scheme = Scheme {
     name: "s3",
+    redact: crate::repo::location::redact_userinfo,
     parse: |location| S3Location::parse(location).map(|_| location.to_owned()),
     open: |target: &Target<'_>| {
         let location =

@@ -55,6 +55,7 @@ pub const COMMAND_VARIABLE: &str = "LOCKWARDEN_SFTP_COMMAND";
 /// with `/` (`sftp://host//srv/repo`).
 pub const SCHEME: Scheme = Scheme {
     name: "sftp",
+    redact: redact_userinfo,
     parse: |location| {
         SftpLocation::parse(location)?;
         Ok(location.to_owned())
