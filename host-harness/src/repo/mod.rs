@@ -562,8 +562,11 @@ impl Repository {
     ///   there is [`Removal::AlreadyGone`] (whatever the delete answered),
     ///   one still there keeps its error.
     pub fn remove_locks(&self, ids: &[&str]) -> Vec<Result<Removal, RepoError>> {
-        if let Err(e) = self.check_removable() {
-            return ids.iter().map(|_| Err(self.same(&e))).collect();
+        if self.check_removable().is_err() {
+            return ids
+                .iter()
+                .map(|_| Err(self.removal_unsupported()))
+                .collect();
         }
         let shown = self.location.redacted();
         let mut outcomes: Vec<Result<Removal, RepoError>> =
@@ -571,14 +574,14 @@ impl Repository {
                 self.permitted(id)?;
                 self.backend.remove(id).map_err(|e| failed(&shown, e))
             });
-        let failed_deletes = ids
-            .iter()
-            .zip(&outcomes)
-            .any(|(_, o)| matches!(o, Err(e) if !matches!(e, RepoError::NotRemovable { .. })));
-        if failed_deletes && let Ok(left) = self.lock_ids() {
+        // A delete the storage was asked for and that failed (not one
+        // refused here before asking).
+        let failed_delete = |o: &Result<Removal, RepoError>| matches!(o, Err(e) if !matches!(e, RepoError::NotRemovable { .. }));
+        if outcomes.iter().any(failed_delete)
+            && let Ok(left) = self.lock_ids()
+        {
             for (id, outcome) in ids.iter().zip(outcomes.iter_mut()) {
-                let refused = matches!(outcome, Err(RepoError::NotRemovable { .. }));
-                if outcome.is_err() && !refused && !left.contains(*id) {
+                if failed_delete(outcome) && !left.contains(*id) {
                     *outcome = Ok(Removal::AlreadyGone);
                 }
             }
@@ -603,20 +606,6 @@ impl Repository {
         self.removable
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// A copy of a capability refusal, one per id.
-    fn same(&self, e: &RepoError) -> RepoError {
-        match e {
-            RepoError::RemovalUnsupported { location, backend } => RepoError::RemovalUnsupported {
-                location: location.clone(),
-                backend,
-            },
-            other => RepoError::Other {
-                location: self.location.redacted(),
-                cause: other.to_string(),
-            },
-        }
     }
 
     /// `lock` sealed as restic stores a lock file (its `id` is ignored), with
@@ -655,10 +644,14 @@ impl Repository {
         if self.capabilities().remove {
             Ok(())
         } else {
-            Err(RepoError::RemovalUnsupported {
-                location: self.location.redacted(),
-                backend: self.backend.name(),
-            })
+            Err(self.removal_unsupported())
+        }
+    }
+
+    fn removal_unsupported(&self) -> RepoError {
+        RepoError::RemovalUnsupported {
+            location: self.location.redacted(),
+            backend: self.backend.name(),
         }
     }
 }

@@ -452,6 +452,12 @@ fn files_under_locks_found_in_another_directory_show_an_alias_and_nothing_is_rem
             .inner()
             .put(Kind::Lock, &name, b"PACK bytes".to_vec());
         backend.inner().put(other, &name, b"PACK bytes".to_vec());
+        // Where the storage shows links, lstat decides, and a copy is only
+        // unreadable; where it cannot, the names do.
+        assert_eq!(repo.read_locks().expect("a copy").unreadable.len(), 1);
+        backend
+            .inner()
+            .set_dir_kind(Kind::Lock, Some(EntryKind::Unknown));
         let refused = repo.read_locks();
         let Err(RepoError::NotLockDirectory { why, .. }) = refused else {
             panic!("{other:?}: {refused:?}");
