@@ -154,7 +154,8 @@ impl S3Location {
             .with_virtual_hosted_style_request(self.is_aws())
             .with_allow_http(self.http)
             .with_client_options(cloud::client_options(target.timeout).with_allow_http(self.http))
-            .with_retry(cloud::retry_config(target.timeout)))
+            .with_retry(cloud::retry_config(target.timeout))
+            .with_http_connector(cloud::http::Connector))
     }
 }
 
