@@ -217,7 +217,7 @@ fn words_for(fault: Fault) -> &'static [&'static str] {
         ],
         Fault::Redirect(_) => &["never follows"],
         Fault::HugeBody { .. } => &["more than lockwarden reads"],
-        Fault::Splice { .. } => &[],
+        Fault::Rewrite(_) => &[],
     }
 }
 

@@ -146,6 +146,20 @@ fn odd_keys_are_passed_over_on_a_hostile_s3() {
     for key in ODD_KEYS {
         assert!(left.contains(key), "{key:?} was touched: {left:?}");
     }
+    // One plain DELETE per lock, never DeleteObjects.
+    let requests = server.requests();
+    assert!(
+        requests.iter().any(|r| r.starts_with(&format!(
+            "DELETE /{}/{}/locks/{stale}",
+            hostile_s3::BUCKET,
+            hostile_s3::PREFIX
+        ))),
+        "{requests:#?}"
+    );
+    assert!(
+        !requests.iter().any(|r| r.starts_with("POST")),
+        "{requests:#?}"
+    );
     let held = against(&server, dir, "hold", &["--", "true"]);
     assert_exit(&held, 0, "");
     assert_eq!(
@@ -158,6 +172,7 @@ fn odd_keys_are_passed_over_on_a_hostile_s3() {
 /// Odd blobs in an Azure listing page (Azurite cleans the names it is
 /// given, so the fault proxy puts them into its answer).
 const AZURE_ODD_BLOBS: &str = concat!(
+    "<Blobs>",
     "<Blob><Name>repo/locks//x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
     "<Blob><Name>repo/locks/../x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
     "<Blob><Name>repo/locks/&#x1;x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
@@ -182,11 +197,8 @@ fn odd_keys_are_passed_over_on_the_emulators() {
             Store::Azure => ODD_KEYS[..3].to_vec(),
         };
         assert!(stored.len() >= 3, "{store}: too few odd keys: {stored:?}");
-        let splice = Fault::Splice {
-            after: "<Blobs>",
-            insert: AZURE_ODD_BLOBS,
-        };
-        let proxy = FaultProxy::start(bucket.addr(), Filter::object_lock_listing(), splice);
+        let odd = Fault::Rewrite(&[("<Blobs>", AZURE_ODD_BLOBS)]);
+        let proxy = FaultProxy::start(bucket.addr(), Filter::object_lock_listing(), odd);
         let addr = match store {
             Store::Azure => proxy.addr.clone(),
             _ => bucket.addr().to_owned(),
@@ -275,6 +287,41 @@ fn stored_and_listed(
     uploaded
         && (listed.contains(&format!("<Key>{key}</Key>"))
             || listed.contains(&format!("<Key>{escaped}</Key>")))
+}
+
+/// A DeleteObjects answer naming a key that was not asked for made
+/// object_store panic (lockwarden died mid-run): deletes are plain DELETEs.
+#[test]
+fn a_delete_answer_naming_another_key_cannot_crash_lockwarden() {
+    let (repo, stale, fresh) = repo_with_locks();
+    let server = HostileS3::serving(&repo.path, Mode::ForeignDeleteResult);
+    let out = against(&server, repo.dir.path(), "unlock", &[]);
+    assert_exit(&out, 0, "");
+    assert_eq!(
+        server.lock_ids(),
+        BTreeSet::from([fresh]),
+        "{stale} removed"
+    );
+}
+
+/// An Azure batch answer whose part names a sub-request that was never
+/// sent (`Content-ID: 90` of one) made object_store index past its list
+/// and panic: it is an error of that removal, said as one.
+#[test]
+fn an_azure_batch_answer_out_of_range_is_an_error_not_a_crash() {
+    let (bucket, repo, stale) = store_repo(Store::Azure);
+    let batch = Filter::with_query("POST ?comp=batch", |method, _, query| {
+        method == "POST" && query.contains("comp=batch")
+    });
+    // A failed sub-request (404) for the 91st blob of a batch of one.
+    let answer = Fault::Rewrite(&[
+        ("Content-ID: 0", "Content-ID: 90"),
+        ("HTTP/1.1 202", "HTTP/1.1 404"),
+    ]);
+    let (out, proxy) = proxied(&bucket, &repo, batch, answer, "unlock");
+    assert!(proxy.injected() > 0, "{:?}", proxy.seen());
+    assert_exit(&out, 1, "made its client fail");
+    assert!(out.stderr.contains(&stale[..8]), "{}", out.stderr);
 }
 
 // Listings that never end.

@@ -47,14 +47,10 @@ pub enum Fault {
     /// address, without forwarding: another host, which may record what
     /// reaches it ([`crate::recorder::Recorder`]).
     Redirect(SocketAddr),
-    /// Forward the request, and insert `insert` into the answer's body
-    /// right after the first `after` (odd entries in a listing page, say).
-    Splice {
-        /// Where: after the first occurrence of this.
-        after: &'static str,
-        /// What.
-        insert: &'static str,
-    },
+    /// Forward the request, and in the answer's body replace the first
+    /// occurrence of each pair's first text by its second (odd entries in
+    /// a listing page, say).
+    Rewrite(&'static [(&'static str, &'static str)]),
     /// Answer `status` with a body of `bytes` bytes, chunked, without
     /// forwarding; the body is streamed, never held in memory.
     HugeBody {
@@ -90,7 +86,7 @@ impl std::fmt::Display for Fault {
             Fault::Drip(d) => write!(f, "a drip of one byte every {d:?}"),
             Fault::Redirect(to) => write!(f, "a redirect to {to}"),
             Fault::HugeBody { status, bytes } => write!(f, "a {status} answer of {bytes} bytes"),
-            Fault::Splice { insert, .. } => write!(f, "{insert} inserted into the answer"),
+            Fault::Rewrite(pairs) => write!(f, "the answer rewritten ({pairs:?})"),
         }
     }
 }
@@ -400,11 +396,12 @@ fn inject(
             client.write_all(answer.as_bytes())?;
             client.shutdown(Shutdown::Write)
         }
-        Fault::Splice { after, insert } => {
+        Fault::Rewrite(pairs) => {
             let mut response = forward(upstream, request)?;
-            if let Some(at) = find(&response.body, after.as_bytes()) {
-                let at = at + after.len();
-                response.body.splice(at..at, insert.bytes());
+            for (from, to) in pairs {
+                if let Some(at) = find(&response.body, from.as_bytes()) {
+                    response.body.splice(at..at + from.len(), to.bytes());
+                }
             }
             let (head, body) = response.encode(&request.method, response.body.len());
             client.write_all(&head)?;

@@ -147,6 +147,9 @@ pub enum Mode {
         /// Which requests.
         on: On,
     },
+    /// DeleteObjects (`POST ?delete`) deletes what it is asked to, and
+    /// answers with an error for a key it was not asked for.
+    ForeignDeleteResult,
     /// Nothing listens at the location.
     Closed,
 }
@@ -431,6 +434,11 @@ fn answer(shared: &Shared, request: &Request, out: &mut TcpStream) -> std::io::R
             for key in deleted_keys(&request.body) {
                 objects.remove(&key);
                 result += &format!("<Deleted><Key>{}</Key></Deleted>", page::escape(&key));
+            }
+            if shared.mode == Mode::ForeignDeleteResult {
+                result += &format!(
+                    "<Error><Key>{PREFIX}/not-asked-for</Key><Code>AccessDenied</Code><Message>x</Message></Error>"
+                );
             }
             result += "</DeleteResult>";
             respond(out, 200, &xml(), result.as_bytes(), None)?;

@@ -189,17 +189,30 @@ impl CloudBackend {
     }
 
     /// Runs one operation on `file` with the deadline; `verb` and `file`
-    /// start its messages.
+    /// start its messages. A panic in the client (object_store indexes by
+    /// numbers a storage's answer gives, as in an Azure batch answer's
+    /// `Content-ID`) is an error of this operation, not the end of
+    /// lockwarden.
     fn run<T>(
         &self,
         verb: &str,
         file: &str,
         operation: impl Future<Output = Result<T, object_store::Error>>,
     ) -> Result<T, BackendError> {
+        use futures::FutureExt as _;
         blocking::within(
             self.timeout,
             || format!("{verb} {file} at {}", self.shown),
-            async { operation.await.map_err(|e| self.error(verb, file, &e)) },
+            async {
+                match std::panic::AssertUnwindSafe(operation).catch_unwind().await {
+                    Ok(result) => result.map_err(|e| self.error(verb, file, &e)),
+                    Err(_) => Err(BackendError::Other(format!(
+                        "{verb} {file} at {}: the storage's answer made its client fail; \
+                         nothing more was done",
+                        self.shown
+                    ))),
+                }
+            },
         )
     }
 
