@@ -8,10 +8,12 @@
 //!   would judge that host's files;
 //! - never sends `Referer` (it would carry an Azure SAS), and asks for no
 //!   compression;
-//! - takes the timeouts, `https_only` and user agent of the
+//! - takes the timeouts, `https_only`, HTTP/1-only and user agent of the
 //!   [`ClientOptions`] it is given (the instance-metadata credential
-//!   providers give other ones), and trusts the TLS roots every reqwest
-//!   client of lockwarden trusts ([`crate::tls`]);
+//!   providers give other ones) and nothing else of them (proxies, extra
+//!   roots, default headers: lockwarden sets none), and trusts the TLS
+//!   roots every reqwest client of lockwarden trusts ([`crate::tls`]: the
+//!   system's, through reqwest's platform verifier);
 //! - reads every response body within a bound: a listing page and an error
 //!   body within [`limits::LISTING_BODY`], anything else within the largest
 //!   restic file lockwarden reads, failing past it with a message that says
