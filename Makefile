@@ -17,7 +17,7 @@ help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
 
 # The tools the tests run, each as command:Debian package.
-TOOLS := restic:restic rclone:rclone docker-registry:docker-registry node:nodejs npm:npm python3:python3 /usr/sbin/sshd:openssh-server openssl:openssl
+TOOLS := restic:restic rclone:rclone docker-registry:docker-registry node:nodejs npm:npm python3:python3 /usr/sbin/sshd:openssh-server openssl:openssl /usr/bin/time:time
 NODE_HOST := tests/node-host
 PYTHON_ENV := target/python-host
 # The S3 (moto), GCS (fake-gcs-server) and Azure (Azurite) test servers:

@@ -215,6 +215,9 @@ fn words_for(fault: Fault) -> &'static [&'static str] {
             "short",
             "disconnect",
         ],
+        Fault::Redirect(_) => &["never follows"],
+        Fault::HugeBody { .. } => &["more than lockwarden reads"],
+        Fault::Rewrite(_) => &[],
     }
 }
 

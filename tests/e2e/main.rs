@@ -20,6 +20,7 @@ mod concurrency;
 mod conformance;
 mod faults;
 mod hold;
+mod hostile_http;
 mod image;
 mod notifications;
 mod oci;

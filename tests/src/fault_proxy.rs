@@ -1,7 +1,7 @@
-//! A fault-injecting HTTP/1.1 proxy for the REST backend tests: it sits
-//! between lockwarden and a REST server and injects one [`Fault`] into every
-//! request that its [`Filter`] selects; everything else is forwarded
-//! unchanged.
+//! A fault-injecting HTTP/1.1 proxy for the network backends' tests: it
+//! sits between lockwarden and a server (a REST server, Azurite,
+//! fake-gcs-server) and injects one [`Fault`] into every request that its
+//! [`Filter`] selects; everything else is forwarded unchanged.
 //!
 //! It is deliberately simple: one request per client connection and one
 //! upstream connection per request (both sides are told `Connection: close`),
@@ -11,7 +11,7 @@
 //! so that every fault sees the body as bytes.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -43,6 +43,22 @@ pub enum Fault {
     /// Forward the request, then send the whole response (head included) one
     /// byte at a time, this long apart.
     Drip(Duration),
+    /// Answer `307 Temporary Redirect` to the same path (no query) on this
+    /// address, without forwarding: another host, which may record what
+    /// reaches it ([`crate::recorder::Recorder`]).
+    Redirect(SocketAddr),
+    /// Forward the request, and in the answer's body replace the first
+    /// occurrence of each pair's first text by its second (odd entries in
+    /// a listing page, say).
+    Rewrite(&'static [(&'static str, &'static str)]),
+    /// Answer `status` with a body of `bytes` bytes, chunked, without
+    /// forwarding; the body is streamed, never held in memory.
+    HugeBody {
+        /// The status (200 for a listing page, 403 for an error body).
+        status: u16,
+        /// The body's size.
+        bytes: u64,
+    },
 }
 
 impl Fault {
@@ -68,12 +84,15 @@ impl std::fmt::Display for Fault {
             Fault::Status(code) => write!(f, "a {code} answer"),
             Fault::Truncate => f.write_str("a body truncated against its Content-Length"),
             Fault::Drip(d) => write!(f, "a drip of one byte every {d:?}"),
+            Fault::Redirect(to) => write!(f, "a redirect to {to}"),
+            Fault::HugeBody { status, bytes } => write!(f, "a {status} answer of {bytes} bytes"),
+            Fault::Rewrite(pairs) => write!(f, "the answer rewritten ({pairs:?})"),
         }
     }
 }
 
 /// Whether a request, given its method and path, is selected.
-type Matcher = dyn Fn(&str, &str) -> bool + Send + Sync;
+type Matcher = dyn Fn(&str, &str, &str) -> bool + Send + Sync;
 
 /// Which requests get the fault, by method and path (the query string is
 /// not part of the path).
@@ -89,10 +108,42 @@ impl Filter {
         description: impl Into<String>,
         matches: impl Fn(&str, &str) -> bool + Send + Sync + 'static,
     ) -> Filter {
+        Filter::with_query(description, move |method, path, _| matches(method, path))
+    }
+
+    /// Requests for which `matches(method, path, query)` is true (the query
+    /// as sent, without `?`).
+    pub fn with_query(
+        description: impl Into<String>,
+        matches: impl Fn(&str, &str, &str) -> bool + Send + Sync + 'static,
+    ) -> Filter {
         Filter {
             description: description.into(),
             matches: Box::new(matches),
         }
+    }
+
+    /// Every request.
+    pub fn all() -> Filter {
+        Filter::new("every request", |_, _| true)
+    }
+
+    /// An object store's listing of `locks/`: a `GET` whose `prefix`
+    /// parameter ends in `locks/` (S3, GCS's XML API, Azure).
+    pub fn object_lock_listing() -> Filter {
+        Filter::with_query("GET ?prefix=.../locks/ (listing)", |method, _, query| {
+            method == "GET"
+                && query.split('&').any(|pair| {
+                    pair.split_once('=').is_some_and(|(key, value)| {
+                        key == "prefix" && crate::http_wire::decode(value).ends_with("locks/")
+                    })
+                })
+        })
+    }
+
+    /// Whether `method path?query` is selected.
+    pub fn selects(&self, method: &str, path: &str, query: &str) -> bool {
+        (self.matches)(method, path, query)
     }
 
     /// `GET .../locks/<id>`: reading the lock file `id`, or any lock file
@@ -234,6 +285,7 @@ impl Drop for FaultProxy {
 struct Request {
     method: String,
     path: String,
+    query: String,
     head_lines: Vec<String>,
     body: Vec<u8>,
 }
@@ -275,7 +327,9 @@ fn serve(shared: &Shared, mut client: TcpStream) -> std::io::Result<()> {
     client.set_read_timeout(Some(IO_TIMEOUT))?;
     client.set_write_timeout(Some(IO_TIMEOUT))?;
     let request = read_request(&mut client)?;
-    let selected = (shared.filter.matches)(&request.method, &request.path);
+    let selected = shared
+        .filter
+        .selects(&request.method, &request.path, &request.query);
     if let Ok(mut seen) = shared.seen.lock() {
         seen.push(format!("{} {}", request.method, request.path));
     }
@@ -331,6 +385,41 @@ fn inject(
             let (head, body) = forwarded(upstream, request)?;
             client.write_all(&half_of(&head, &body))?;
             client.flush()?;
+            client.shutdown(Shutdown::Write)
+        }
+        Fault::Redirect(to) => {
+            let answer = format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://{to}{}\r\n\
+                 Content-Length: 0\r\nConnection: close\r\n\r\n",
+                request.path
+            );
+            client.write_all(answer.as_bytes())?;
+            client.shutdown(Shutdown::Write)
+        }
+        Fault::Rewrite(pairs) => {
+            let mut response = forward(upstream, request)?;
+            for (from, to) in pairs {
+                if let Some(at) = find(&response.body, from.as_bytes()) {
+                    response.body.splice(at..at + from.len(), to.bytes());
+                }
+            }
+            let (head, body) = response.encode(&request.method, response.body.len());
+            client.write_all(&head)?;
+            client.write_all(&body)?;
+            client.shutdown(Shutdown::Write)
+        }
+        Fault::HugeBody { status, bytes } => {
+            let prefix = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>Hostile</Code>";
+            let filler = "<Padding>hostile</Padding>".repeat(64);
+            crate::http_wire::stream(
+                &mut client,
+                status,
+                "application/xml",
+                prefix.as_bytes(),
+                filler.as_bytes(),
+                bytes,
+                false,
+            )?;
             client.shutdown(Shutdown::Write)
         }
         Fault::Drip(every) => {
@@ -405,7 +494,8 @@ fn read_request(client: &mut TcpStream) -> std::io::Result<Request> {
     let mut parts = request_line.split(' ');
     let method = parts.next().unwrap_or_default().to_owned();
     let target = parts.next().unwrap_or_default();
-    let path = target.split('?').next().unwrap_or_default().to_owned();
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let (path, query) = (path.to_owned(), query.to_owned());
     let mut head_lines = vec![request_line.clone()];
     head_lines.extend(lines);
     let length: usize = header(&head_lines[1..], "content-length")
@@ -423,6 +513,7 @@ fn read_request(client: &mut TcpStream) -> std::io::Result<Request> {
     Ok(Request {
         method,
         path,
+        query,
         head_lines,
         body,
     })
@@ -440,7 +531,11 @@ fn forward(upstream: &str, request: &Request) -> std::io::Result<Response> {
         let hop_by_hop = ["connection", "keep-alive", "proxy-connection"]
             .iter()
             .any(|h| name.eq_ignore_ascii_case(h));
-        if !hop_by_hop {
+        if name.eq_ignore_ascii_case("host") {
+            // The upstream's own name: fake-gcs-server tells its XML API
+            // by it. (No test server here checks a signature over it.)
+            head += &format!("Host: {upstream}\r\n");
+        } else if !hop_by_hop {
             head += line;
             head += "\r\n";
         }
@@ -511,23 +606,25 @@ mod tests {
     #[test]
     fn filters_select_by_method_and_path() {
         let id = "ab".repeat(32);
+        let other = "cd".repeat(32);
         let read = Filter::lock_read(Some(&id));
-        assert!((read.matches)("GET", &format!("/repo/locks/{id}")));
-        assert!(!(read.matches)(
-            "GET",
-            &format!("/repo/locks/{}", "cd".repeat(32))
-        ));
-        assert!(!(read.matches)("DELETE", &format!("/repo/locks/{id}")));
-        assert!(!(read.matches)("GET", "/repo/locks/"));
+        assert!(read.selects("GET", &format!("/repo/locks/{id}"), ""));
+        assert!(!read.selects("GET", &format!("/repo/locks/{other}"), ""));
+        assert!(!read.selects("DELETE", &format!("/repo/locks/{id}"), ""));
+        assert!(!read.selects("GET", "/repo/locks/", ""));
         let any = Filter::lock_read(None);
-        assert!((any.matches)("GET", &format!("/locks/{}", "cd".repeat(32))));
-        assert!(!(any.matches)("GET", &format!("/repo/keys/{id}")));
+        assert!(any.selects("GET", &format!("/locks/{other}"), ""));
+        assert!(!any.selects("GET", &format!("/repo/keys/{id}"), ""));
         let listing = Filter::lock_listing();
-        assert!((listing.matches)("GET", "/repo/locks/"));
-        assert!(!(listing.matches)("GET", "/repo/keys/"));
+        assert!(listing.selects("GET", "/repo/locks/", ""));
+        assert!(!listing.selects("GET", "/repo/keys/", ""));
         let delete = Filter::lock_delete(None);
-        assert!((delete.matches)("DELETE", &format!("/repo/locks/{id}")));
-        assert!(!(delete.matches)("GET", &format!("/repo/locks/{id}")));
+        assert!(delete.selects("DELETE", &format!("/repo/locks/{id}"), ""));
+        assert!(!delete.selects("GET", &format!("/repo/locks/{id}"), ""));
+        let objects = Filter::object_lock_listing();
+        assert!(objects.selects("GET", "/b", "list-type=2&prefix=repo%2Flocks%2F"));
+        assert!(!objects.selects("GET", "/b", "list-type=2&prefix=repo%2Fkeys%2F"));
+        assert!(!objects.selects("GET", "/b/repo/locks/", ""));
     }
 
     #[test]

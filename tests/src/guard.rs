@@ -269,20 +269,54 @@ pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
 /// reservations do not count, but its stack pool (about 2 GiB, writable,
 /// untouched) does: leave room for it.
 pub fn with_memory_cap(command: &Command, bytes: u64) -> Command {
-    let mut capped = Command::new("prlimit");
-    capped
-        .arg(format!("--data={bytes}"))
-        .arg("--")
+    let limit = std::ffi::OsString::from(format!("--data={bytes}"));
+    wrapped(command, "prlimit", &[&limit, std::ffi::OsStr::new("--")])
+}
+
+/// A copy of `command` (program, arguments, environment, directory) that
+/// runs `program` instead, with `before` as its first arguments.
+fn wrapped(command: &Command, program: &str, before: &[&std::ffi::OsStr]) -> Command {
+    let mut wrapped = Command::new(program);
+    wrapped
+        .args(before)
         .arg(command.get_program())
         .args(command.get_args());
     for (k, v) in command.get_envs() {
         match v {
-            Some(v) => capped.env(k, v),
-            None => capped.env_remove(k),
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
         };
     }
     if let Some(dir) = command.get_current_dir() {
-        capped.current_dir(dir);
+        wrapped.current_dir(dir);
     }
-    capped
+    wrapped
+}
+
+/// Runs `command` to completion under the hang guard with at most `cap`
+/// bytes of private writable memory ([`with_memory_cap`]), and measures it
+/// with GNU time (`make setup` installs it): what it printed, and its peak
+/// resident memory in KiB.
+pub fn finish_measured(command: &Command, cap: u64) -> (Finished, u64) {
+    let report = tempfile::NamedTempFile::new().expect("a temporary file");
+    let format = std::ffi::OsStr::new("%M");
+    let timed = wrapped(
+        command,
+        "/usr/bin/time",
+        &[
+            std::ffi::OsStr::new("-f"),
+            format,
+            std::ffi::OsStr::new("-o"),
+            report.path().as_os_str(),
+        ],
+    );
+    let what = format!("{command:?}");
+    let out = Guarded::spawn(&mut with_memory_cap(&timed, cap)).finish_within(HANG_GUARD, &what);
+    let text = std::fs::read_to_string(report.path()).unwrap_or_default();
+    let kib = text
+        .lines()
+        .rev()
+        .find_map(|line| line.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("GNU time measured nothing ({text:?}) for {what}: {out:?}"));
+    (out, kib)
 }

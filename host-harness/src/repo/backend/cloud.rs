@@ -6,6 +6,13 @@
 //! Error messages are made here from the error's kind, its HTTP status and
 //! the store's error code, never from the client's own text: that names the
 //! request URL, which holds an Azure SAS token when one is used.
+//!
+//! Every client the stores make is [`http::Connector`]'s: the one HTTP
+//! client policy (no redirect followed, no `Referer`, every body bounded,
+//! listing pages checked).
+
+pub mod http;
+mod listing;
 
 use std::time::Duration;
 
@@ -182,17 +189,30 @@ impl CloudBackend {
     }
 
     /// Runs one operation on `file` with the deadline; `verb` and `file`
-    /// start its messages.
+    /// start its messages. A panic in the client (object_store indexes by
+    /// numbers a storage's answer gives, as in an Azure batch answer's
+    /// `Content-ID`) is an error of this operation, not the end of
+    /// lockwarden.
     fn run<T>(
         &self,
         verb: &str,
         file: &str,
         operation: impl Future<Output = Result<T, object_store::Error>>,
     ) -> Result<T, BackendError> {
+        use futures::FutureExt as _;
         blocking::within(
             self.timeout,
             || format!("{verb} {file} at {}", self.shown),
-            async { operation.await.map_err(|e| self.error(verb, file, &e)) },
+            async {
+                match std::panic::AssertUnwindSafe(operation).catch_unwind().await {
+                    Ok(result) => result.map_err(|e| self.error(verb, file, &e)),
+                    Err(_) => Err(BackendError::Other(format!(
+                        "{verb} {file} at {}: the storage's answer made its client fail; \
+                         nothing more was done",
+                        self.shown
+                    ))),
+                }
+            },
         )
     }
 
@@ -213,6 +233,10 @@ impl CloudBackend {
             }
             object_store::Error::Unauthenticated { .. }
             | object_store::Error::PermissionDenied { .. } => {
+                BackendError::Denied(format!("{at}: the storage refused access ({answer})"))
+            }
+            // A listing's 401 or 403 reaches here as a generic error.
+            _ if answer.denied() => {
                 BackendError::Denied(format!("{at}: the storage refused access ({answer})"))
             }
             _ => match answer.transport {
@@ -317,6 +341,8 @@ struct Answer {
     code: Option<String>,
     transport: Option<HttpErrorKind>,
     missing_bucket: bool,
+    /// Why the HTTP client policy refused the answer, when it did.
+    refused: Option<http::Refusal>,
 }
 
 impl Answer {
@@ -326,11 +352,16 @@ impl Answer {
             code: None,
             transport: None,
             missing_bucket: false,
+            refused: None,
         };
         let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
         while let Some(err) = source {
             if let Some(http) = err.downcast_ref::<HttpError>() {
                 answer.transport = Some(http.kind());
+            }
+            if let Some(refusal) = err.downcast_ref::<http::Refusal>() {
+                answer.status = answer.status.or(refusal.status());
+                answer.refused = Some(refusal.clone());
             }
             // The client's status error reads "... status code: 404 Not
             // Found: <body>"; only the number and the body's error code are
@@ -347,8 +378,19 @@ impl Answer {
     }
 }
 
+impl Answer {
+    /// Whether the storage refused the credentials (401) or the access
+    /// (403).
+    fn denied(&self) -> bool {
+        matches!(self.status, Some(401 | 403))
+    }
+}
+
 impl std::fmt::Display for Answer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(refusal) = &self.refused {
+            return write!(f, "{refusal}");
+        }
         match (self.status, &self.code, self.transport) {
             (Some(status), Some(code), _) => write!(f, "the storage answered {status} {code}"),
             (Some(status), None, _) => write!(f, "the storage answered {status}"),

@@ -133,6 +133,10 @@ impl RestBackend {
             .timeout_global(Some(timeout))
             .timeout_connect(Some(timeout.min(CONNECT_TIMEOUT)))
             .http_status_as_error(false)
+            // ureq follows 10 redirects by default: a redirect to another
+            // host would have lockwarden judge (and delete) that host's
+            // files. A 3xx is answered as an error instead ([`answered`]).
+            .max_redirects(0)
             .build()
             .into();
         RestBackend {
@@ -330,15 +334,28 @@ pub(super) fn is_v2_listing(headers: &ureq::http::HeaderMap) -> bool {
 }
 
 /// The error a non-success answer to `what` at `shown` (redacted) means:
-/// 404 is [`BackendError::NotFound`], any other failure is said with its
-/// status.
+/// 404 is [`BackendError::NotFound`], any other failure is [`failed`].
 pub(super) fn answered(status: u16, what: &str, shown: &str) -> Result<(), BackendError> {
     match status {
         200..=299 => Ok(()),
         404 => Err(BackendError::NotFound(format!("{what} at {shown}"))),
-        _ => Err(BackendError::Other(format!(
-            "{what} at {shown}: the server answered {status}"
-        ))),
+        _ => Err(failed(status, what, shown)),
+    }
+}
+
+/// The error of a failure status (not 2xx, not 404) to `what` at `shown`:
+/// 401 and 403 are [`BackendError::Denied`]; a 3xx is a redirect, never
+/// followed; anything else is said with its status.
+fn failed(status: u16, what: &str, shown: &str) -> BackendError {
+    match status {
+        300..=399 => BackendError::Other(format!(
+            "{what} at {shown}: the server answered {status} with a redirect, which lockwarden \
+             never follows"
+        )),
+        401 | 403 => BackendError::Denied(format!(
+            "{what} at {shown}: the server refused access (it answered {status})"
+        )),
+        _ => BackendError::Other(format!("{what} at {shown}: the server answered {status}")),
     }
 }
 
@@ -385,8 +402,38 @@ pub(super) fn removal(status: u16, path: &str, shown: &str) -> Result<Removal, B
     match status {
         200..=299 => Ok(Removal::Removed),
         404 => Ok(Removal::AlreadyGone),
-        _ => Err(BackendError::Other(format!(
-            "deleting {path} at {shown}: the server answered {status}"
-        ))),
+        _ => Err(failed(status, &format!("deleting {path}"), shown)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_refusal_is_denied_and_no_redirect_is_followed() {
+        for status in [401, 403] {
+            let listing = answered(status, "listing locks/", "rest:http://h/r");
+            assert!(
+                matches!(listing, Err(BackendError::Denied(_))),
+                "{listing:?}"
+            );
+            let delete = removal(status, "locks/x", "rest:http://h/r");
+            assert!(matches!(delete, Err(BackendError::Denied(_))), "{delete:?}");
+        }
+        for status in [301, 302, 303, 307, 308] {
+            let err = answered(status, "reading config", "rest:http://h/r").expect_err("3xx");
+            assert!(err.to_string().contains("never follows"), "{err}");
+            assert!(matches!(err, BackendError::Other(_)), "{err:?}");
+            assert!(removal(status, "locks/x", "rest:http://h/r").is_err());
+        }
+        assert!(matches!(
+            removal(404, "locks/x", "s"),
+            Ok(Removal::AlreadyGone)
+        ));
+        assert!(matches!(
+            answered(500, "reading config", "s"),
+            Err(BackendError::Other(_))
+        ));
     }
 }

@@ -1,0 +1,389 @@
+//! The one HTTP client policy of the object stores (`s3:`, `gs:`,
+//! `azure:`). Every request their clients make, the credential providers'
+//! included, goes through a client [`Connector`] builds, which:
+//!
+//! - never follows a redirect: a 3xx is an error that says so. A redirect
+//!   to another host would carry the signed request's credentials (an
+//!   `x-amz-security-token`, an Azure SAS in the URL) there, and lockwarden
+//!   would judge that host's files;
+//! - never sends `Referer` (it would carry an Azure SAS), and asks for no
+//!   compression;
+//! - takes the timeouts, `https_only`, HTTP/1-only and user agent of the
+//!   [`ClientOptions`] it is given (the instance-metadata credential
+//!   providers give other ones) and nothing else of them (proxies, extra
+//!   roots, default headers: lockwarden sets none), and trusts the TLS
+//!   roots every reqwest client of lockwarden trusts ([`crate::tls`]: the
+//!   system's, through reqwest's platform verifier);
+//! - reads every response body within a bound: a listing page and an error
+//!   body within [`limits::LISTING_BODY`], anything else within the largest
+//!   restic file lockwarden reads, failing past it with a message that says
+//!   so (and keeps the status, so that a refusal is still a refusal);
+//! - hands object_store only listing pages it can take
+//!   ([`super::listing`]).
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::StatusCode;
+use hyper::body::{Body, Frame, SizeHint};
+use hyper::header::CONTENT_LENGTH;
+use object_store::ClientConfigKey;
+use object_store::ClientOptions;
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse,
+    HttpResponseBody, HttpService,
+};
+
+use super::listing::Asked;
+use crate::limits;
+
+/// The most bytes of any answer but a listing page or an error body: the
+/// largest restic file lockwarden reads (object reads are bounded by their
+/// caller too, from the listed size).
+pub const ANSWER_BODY: u64 = larger(
+    limits::LOCK_FILE,
+    larger(limits::KEY_FILE, limits::CONFIG_FILE),
+);
+const _: () = assert!(ANSWER_BODY < limits::LISTING_BODY);
+
+const fn larger(a: u64, b: u64) -> u64 {
+    if a > b { a } else { b }
+}
+
+/// The user agent when the options name none.
+const USER_AGENT: &str = concat!("lockwarden/", env!("CARGO_PKG_VERSION"));
+
+/// Why an answer was not taken, in words that hold no secret (never the
+/// URL, nor a header).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// A 3xx.
+    #[error("the storage answered {status} with a redirect, which lockwarden never follows")]
+    Redirect {
+        /// The status.
+        status: u16,
+    },
+    /// A body past its bound.
+    #[error(
+        "the storage answered {status} with a body larger than {limit} bytes, more than lockwarden reads"
+    )]
+    TooLarge {
+        /// The status the body came with.
+        status: u16,
+        /// The bound.
+        limit: u64,
+    },
+    /// A listing page whose next continuation token is the one it was
+    /// asked with.
+    #[error(
+        "the storage's listing gave back the continuation token it was sent, so it would never end"
+    )]
+    RepeatedToken,
+}
+
+impl Refusal {
+    /// The HTTP status it came with, when one did.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Refusal::Redirect { status } | Refusal::TooLarge { status, .. } => Some(*status),
+            Refusal::RepeatedToken => None,
+        }
+    }
+}
+
+impl From<Refusal> for HttpError {
+    /// Never retried: the same request would be answered the same way.
+    fn from(refusal: Refusal) -> HttpError {
+        HttpError::new(HttpErrorKind::Decode, refusal)
+    }
+}
+
+/// Makes the object stores' HTTP clients (give it to each store's
+/// builder: `with_http_connector`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Connector;
+
+impl HttpConnector for Connector {
+    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        let client = client(options).map_err(|source| object_store::Error::Generic {
+            store: "HTTP client",
+            source: source.into(),
+        })?;
+        Ok(HttpClient::new(Service { client }))
+    }
+}
+
+/// A reqwest client under this policy, with what `options` say.
+fn client(options: &ClientOptions) -> Result<reqwest::Client, String> {
+    crate::tls::install_provider();
+    let value = |key: ClientConfigKey| options.get_config_value(&key);
+    let duration = |key: ClientConfigKey| -> Result<Option<Duration>, String> {
+        value(key)
+            .map(|text| humantime::parse_duration(&text).map_err(|e| format!("{key:?}: {e}")))
+            .transpose()
+    };
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .referer(false)
+        .no_gzip()
+        .no_brotli()
+        .no_zstd()
+        .no_deflate()
+        .https_only(value(ClientConfigKey::AllowHttp).as_deref() != Some("true"))
+        .user_agent(value(ClientConfigKey::UserAgent).unwrap_or_else(|| USER_AGENT.to_owned()));
+    if let Some(timeout) = duration(ClientConfigKey::Timeout)? {
+        builder = builder.timeout(timeout);
+    }
+    if let Some(timeout) = duration(ClientConfigKey::ConnectTimeout)? {
+        builder = builder.connect_timeout(timeout);
+    }
+    if value(ClientConfigKey::Http1Only).as_deref() == Some("true") {
+        builder = builder.http1_only();
+    }
+    builder.build().map_err(|e| {
+        let cause = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+        format!(
+            "cannot make an HTTP client: {}",
+            crate::text::escape(&cause)
+        )
+    })
+}
+
+/// One client under the policy.
+#[derive(Debug)]
+struct Service {
+    client: reqwest::Client,
+}
+
+#[async_trait::async_trait]
+impl HttpService for Service {
+    async fn call(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let listing = Asked::of(request.method(), request.uri());
+        let (parts, body) = request.into_parts();
+        let url = reqwest::Url::parse(&parts.uri.to_string())
+            .map_err(|e| HttpError::new(HttpErrorKind::Unknown, e))?;
+        let mut outgoing = reqwest::Request::new(parts.method, url);
+        *outgoing.headers_mut() = parts.headers;
+        *outgoing.body_mut() = Some(match body.as_bytes() {
+            Some(bytes) => reqwest::Body::from(bytes.clone()),
+            None => reqwest::Body::wrap(body),
+        });
+        let response = self.client.execute(outgoing).await.map_err(transport)?;
+        answer(response, listing).await
+    }
+}
+
+/// The answer object_store gets for `response`: a redirect refused, the
+/// body bounded, a listing page checked.
+async fn answer(
+    response: reqwest::Response,
+    listing: Option<Asked>,
+) -> Result<HttpResponse, HttpError> {
+    let status = response.status();
+    if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
+        return Err(Refusal::Redirect {
+            status: status.as_u16(),
+        }
+        .into());
+    }
+    let (mut parts, body) = hyper::Response::<reqwest::Body>::from(response).into_parts();
+    let read_whole = !status.is_success() || listing.is_some();
+    let limit = if read_whole {
+        limits::LISTING_BODY
+    } else {
+        ANSWER_BODY
+    };
+    let too_large = Refusal::TooLarge {
+        status: status.as_u16(),
+        limit,
+    };
+    // A body that says it is too large is not read at all; object reads
+    // are judged by their caller from the size the storage gives.
+    let declared = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if read_whole && declared.is_some_and(|n| n > limit) {
+        return Err(too_large.into());
+    }
+    let body = Bounded {
+        inner: body,
+        left: limit,
+        refusal: too_large,
+    };
+    match listing {
+        Some(asked) if status.is_success() => {
+            let page = http_body_util::BodyExt::collect(body).await?.to_bytes();
+            let page = asked.checked(page)?;
+            parts.headers.remove(CONTENT_LENGTH);
+            Ok(HttpResponse::from_parts(parts, page.into()))
+        }
+        _ => Ok(HttpResponse::from_parts(parts, HttpResponseBody::new(body))),
+    }
+}
+
+/// A transport error as object_store's retries tell them apart, without
+/// the URL (an Azure SAS travels in it).
+fn transport(e: reqwest::Error) -> HttpError {
+    let kind = if e.is_timeout() {
+        HttpErrorKind::Timeout
+    } else if e.is_connect() {
+        HttpErrorKind::Connect
+    } else if e.is_decode() {
+        HttpErrorKind::Decode
+    } else {
+        broken_kind(&e)
+    };
+    HttpError::new(kind, e.without_url())
+}
+
+/// The kind of an exchange that broke: `Request` when the connection closed
+/// before an answer (a pooled connection the server had closed: safe to
+/// send again), `Interrupted` when it was reset or cut short, `Timeout` for
+/// a timeout deep in the stack, else `Unknown`.
+fn broken_kind(e: &(dyn std::error::Error + 'static)) -> HttpErrorKind {
+    let mut source = e.source();
+    while let Some(cause) = source {
+        if let Some(hyper) = cause.downcast_ref::<hyper::Error>() {
+            if hyper.is_closed() || hyper.is_incomplete_message() || hyper.is_body_write_aborted() {
+                return HttpErrorKind::Request;
+            }
+            if hyper.is_timeout() {
+                return HttpErrorKind::Timeout;
+            }
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as Io;
+            match io.kind() {
+                Io::TimedOut => return HttpErrorKind::Timeout,
+                Io::ConnectionReset
+                | Io::ConnectionAborted
+                | Io::BrokenPipe
+                | Io::UnexpectedEof => {
+                    return HttpErrorKind::Interrupted;
+                }
+                _ => {}
+            }
+        }
+        source = cause.source();
+    }
+    HttpErrorKind::Unknown
+}
+
+/// A response body that fails past its bound, and never tells its reader
+/// to expect more than the bound (object_store reserves memory for what a
+/// body's size hint promises).
+struct Bounded<B> {
+    inner: B,
+    /// Bytes still allowed.
+    left: u64,
+    /// The error past the bound.
+    refusal: Refusal,
+}
+
+impl<B> Body for Bounded<B>
+where
+    B: Body<Data = Bytes, Error = reqwest::Error> + Unpin,
+{
+    type Data = Bytes;
+    type Error = HttpError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, HttpError>>> {
+        let this = &mut *self;
+        let frame = match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(transport(e)))),
+            Poll::Ready(Some(Ok(frame))) => frame,
+        };
+        if let Some(data) = frame.data_ref() {
+            let size = data.len() as u64;
+            if size > this.left {
+                this.left = 0;
+                return Poll::Ready(Some(Err(this.refusal.clone().into())));
+            }
+            this.left -= size;
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        let inner = self.inner.size_hint();
+        let mut hint = SizeHint::new();
+        hint.set_lower(inner.lower().min(self.left));
+        hint.set_upper(inner.upper().unwrap_or(u64::MAX).min(self.left));
+        hint
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_say_what_happened_and_keep_the_status() {
+        let redirect = Refusal::Redirect { status: 307 };
+        assert!(redirect.to_string().contains("never follows"), "{redirect}");
+        assert_eq!(redirect.status(), Some(307));
+        let large = Refusal::TooLarge {
+            status: 403,
+            limit: 16,
+        };
+        assert!(
+            large.to_string().contains("larger than 16 bytes"),
+            "{large}"
+        );
+        assert_eq!(large.status(), Some(403));
+        assert_eq!(Refusal::RepeatedToken.status(), None);
+    }
+
+    #[test]
+    fn a_body_past_its_bound_fails_and_never_promises_more() {
+        let body = |size: usize| Bounded {
+            inner: reqwest::Body::from(vec![b'x'; size]),
+            left: 16,
+            refusal: Refusal::TooLarge {
+                status: 200,
+                limit: 16,
+            },
+        };
+        assert_eq!(body(1 << 20).size_hint().upper(), Some(16));
+        assert!(body(1 << 20).size_hint().lower() <= 16);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        let read = |body| {
+            runtime
+                .block_on(http_body_util::BodyExt::collect(body))
+                .map(|c| c.to_bytes())
+        };
+        assert_eq!(read(body(16)).expect("within the bound").len(), 16);
+        let err = read(body(17)).expect_err("past the bound");
+        assert!(err.to_string().contains("larger than 16 bytes"), "{err}");
+    }
+
+    #[test]
+    fn the_options_of_every_caller_are_taken() {
+        let ours = ClientOptions::new()
+            .with_timeout(Duration::from_secs(90))
+            .with_connect_timeout(Duration::from_millis(1500));
+        assert!(client(&ours).is_ok());
+        // What the instance-metadata providers ask for.
+        let metadata = ours
+            .with_allow_http(true)
+            .with_connect_timeout(Duration::from_secs(1));
+        assert!(client(&metadata).is_ok());
+        let bad = ClientOptions::new().with_config(ClientConfigKey::Timeout, "soon");
+        let err = client(&bad).expect_err("not a duration");
+        assert!(err.contains("Timeout"), "{err}");
+    }
+}
