@@ -18,7 +18,7 @@ use lockwarden_tests::guard::{finish_guarded, finish_measured};
 use lockwarden_tests::hostile_s3::{self, HostileS3, Mode, On, Op};
 use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::recorder::Recorder;
-use lockwarden_tests::restic::{PASSWORD, RestServer, TestRepo, free_port};
+use lockwarden_tests::restic::{PASSWORD, TestRepo};
 use lockwarden_tests::{Finished, lockwarden};
 
 const HOUR: i64 = 3600;
@@ -169,126 +169,6 @@ fn odd_keys_are_passed_over_on_a_hostile_s3() {
     );
 }
 
-/// Odd blobs in an Azure listing page (Azurite cleans the names it is
-/// given, so the fault proxy puts them into its answer).
-const AZURE_ODD_BLOBS: &str = concat!(
-    "<Blobs>",
-    "<Blob><Name>repo/locks//x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
-    "<Blob><Name>repo/locks/../x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
-    "<Blob><Name>repo/locks/&#x1;x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
-);
-
-/// The same on moto, fake-gcs-server and Azurite: odd keys stored by plain
-/// requests (moto and fake-gcs-server check no credentials), or put into
-/// Azurite's listing by the fault proxy; the stale lock is removed.
-#[test]
-fn odd_keys_are_passed_over_on_the_emulators() {
-    for store in Store::ALL {
-        let (bucket, repo, stale) = store_repo(store);
-        let stored: Vec<&str> = match store {
-            Store::S3 => ODD_KEYS
-                .into_iter()
-                .filter(|key| put_raw_moto(&bucket, &format!("repo/{key}")))
-                .collect(),
-            Store::Gcs => ODD_KEYS
-                .into_iter()
-                .filter(|key| put_raw_gcs(&bucket, &format!("repo/{key}")))
-                .collect(),
-            Store::Azure => ODD_KEYS[..3].to_vec(),
-        };
-        assert!(stored.len() >= 3, "{store}: too few odd keys: {stored:?}");
-        let odd = Fault::Rewrite(&[("<Blobs>", AZURE_ODD_BLOBS)]);
-        let proxy = FaultProxy::start(bucket.addr(), Filter::object_lock_listing(), odd);
-        let addr = match store {
-            Store::Azure => proxy.addr.clone(),
-            _ => bucket.addr().to_owned(),
-        };
-        let (location, env) = through(&bucket, &repo, &addr);
-        let out = finish_guarded(&mut warden_at(
-            repo.dir.path(),
-            &location,
-            &env,
-            "unlock",
-            &[],
-        ));
-        assert_exit(&out, 0, "");
-        assert!(
-            out.stdout.contains(&format!("removed {}", &stale[..8])),
-            "{store}: {out:?}"
-        );
-        assert_eq!(repo.lock_ids(), BTreeSet::new(), "{store}");
-        if store == Store::Azure {
-            assert!(proxy.injected() > 0, "{store}: {:?}", proxy.seen());
-        }
-    }
-}
-
-/// Stores `key` in moto with a plain, unsigned PUT, the key percent-encoded
-/// byte by byte so that no client cleans it; whether moto lists it back as
-/// it is.
-fn put_raw_moto(bucket: &Bucket, key: &str) -> bool {
-    let encoded: String = key
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'/' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    let url = format!("http://{}/{}/{encoded}", bucket.addr(), bucket.name);
-    let listing = format!(
-        "http://{}/{}?list-type=2&prefix=repo%2Flocks%2F",
-        bucket.addr(),
-        bucket.name
-    );
-    stored_and_listed(agent().put(&url).send(&b"not a lock"[..]), &listing, key)
-}
-
-/// Stores `key` in fake-gcs-server through its JSON API's media upload;
-/// whether its XML API lists it back as it is.
-fn put_raw_gcs(bucket: &Bucket, key: &str) -> bool {
-    let name: String = key.bytes().map(|b| format!("%{b:02X}")).collect();
-    let url = format!(
-        "http://{}/upload/storage/v1/b/{}/o?uploadType=media&name={name}",
-        bucket.addr(),
-        bucket.name
-    );
-    let listing = format!(
-        "http://{}/{}?list-type=2&prefix=repo%2Flocks%2F",
-        bucket.addr(),
-        bucket.name
-    );
-    stored_and_listed(agent().post(&url).send(&b"not a lock"[..]), &listing, key)
-}
-
-/// A client that follows no redirect and takes any status.
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .timeout_global(Some(std::time::Duration::from_secs(20)))
-        .build()
-        .into()
-}
-
-/// Whether the upload succeeded and `listing` holds `key`, raw or escaped.
-fn stored_and_listed(
-    upload: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-    listing: &str,
-    key: &str,
-) -> bool {
-    let uploaded = upload.is_ok_and(|r| r.status().is_success());
-    let listed = agent()
-        .get(listing)
-        .call()
-        .ok()
-        .and_then(|mut r| r.body_mut().read_to_string().ok())
-        .unwrap_or_default();
-    let escaped = hostile_s3::escape_key(key);
-    uploaded
-        && (listed.contains(&format!("<Key>{key}</Key>"))
-            || listed.contains(&format!("<Key>{escaped}</Key>")))
-}
-
 /// A DeleteObjects answer naming a key that was not asked for made
 /// object_store panic (lockwarden died mid-run): deletes are plain DELETEs.
 #[test]
@@ -320,8 +200,12 @@ fn an_azure_batch_answer_out_of_range_is_an_error_not_a_crash() {
     ]);
     let (out, proxy) = proxied(&bucket, &repo, batch, answer, "unlock");
     assert!(proxy.injected() > 0, "{:?}", proxy.seen());
-    assert_exit(&out, 1, "made its client fail");
-    assert!(out.stderr.contains(&stale[..8]), "{}", out.stderr);
+    // Not a crash (101): an error of that one delete, whose outcome the
+    // listing after it decides. Azurite did delete the blob, so it is
+    // "already gone".
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("already gone"), "{out:?}");
+    assert!(out.stdout.contains(&stale[..8]), "{out:?}");
 }
 
 // Listings that never end.
@@ -474,9 +358,8 @@ fn each_refusal_of_a_hostile_s3_has_its_exit_code() {
     }
 }
 
-/// A 403 on DELETE and on PUT is a refusal too, named as one. (The exit
-/// codes of a failed removal and of `hold` come from the warden and `hold`,
-/// which map every failure to 1 for now: issue 22, item 6.)
+/// A 403 on DELETE and on PUT is a refusal too, named as one, with the
+/// refusal's exit code (13) from the kind the error carries.
 #[test]
 fn a_refused_delete_or_write_is_a_refusal() {
     let (repo, stale, _) = repo_with_locks();
@@ -487,12 +370,11 @@ fn a_refused_delete_or_write_is_a_refusal() {
     };
     let server = HostileS3::serving(&repo.path, refused(Op::Delete));
     let out = against(&server, repo.dir.path(), "unlock", &[]);
-    assert_exit(&out, 1, "refused access");
+    assert_exit(&out, 13, "refused access");
     assert!(server.lock_ids().contains(&stale));
     let server = HostileS3::serving(&repo.path, refused(Op::Put));
     let out = against(&server, repo.dir.path(), "hold", &["--", "true"]);
-    assert_ne!(out.code, 0, "{out:?}");
-    assert!(out.stderr.contains("refused access"), "{}", out.stderr);
+    assert_exit(&out, 13, "refused access");
 }
 
 // The emulators and the REST server, through the fault proxy.
@@ -571,30 +453,6 @@ fn proxied(
     (out, proxy)
 }
 
-/// On moto, Azurite and fake-gcs-server: a redirect of the first request
-/// or of the lock listing is never followed (the recorder behind it sees
-/// nothing), and exits non-zero saying so.
-#[test]
-fn emulator_redirects_are_never_followed() {
-    for store in Store::ALL {
-        let (bucket, repo, stale) = store_repo(store);
-        for filter in [Filter::all, Filter::object_lock_listing] {
-            let other = Recorder::start();
-            let (out, proxy) = proxied(
-                &bucket,
-                &repo,
-                filter(),
-                Fault::Redirect(other.addr),
-                "unlock",
-            );
-            assert_exit(&out, 1, "never follows");
-            assert!(proxy.injected() > 0, "{store}: {:?}", proxy.seen());
-            assert_eq!(other.requests(), Vec::new(), "{store}");
-            assert!(repo.lock_ids().contains(&stale), "{store}: nothing removed");
-        }
-    }
-}
-
 /// The credentials that would leak: the S3 session token (a header) and
 /// the Azure SAS (in the URL, so in a `Referer`). With each, a redirect of
 /// the first request reaches nobody.
@@ -624,144 +482,4 @@ fn no_session_token_or_sas_reaches_the_other_host() {
         assert!(!all_output(&out).contains(token), "{out:?}");
         assert_eq!(other.requests(), Vec::new(), "{store}");
     }
-}
-
-/// On moto, Azurite and fake-gcs-server: a lock listing answered by a
-/// 300 MiB page, or a 300 MiB 403, is refused with memory bounded.
-#[test]
-fn emulator_huge_bodies_are_refused_with_memory_bounded() {
-    for store in Store::ALL {
-        let (bucket, repo, stale) = store_repo(store);
-        let (location, env) = through(&bucket, &repo, bucket.addr());
-        let honest = warden_at(repo.dir.path(), &location, &env, "check", &[]);
-        let (honest, baseline) = finish_measured(&honest, MEMORY_CAP);
-        assert_eq!(honest.code, 3, "{store}: {honest:?}");
-        for (status, code) in [(200, 1), (403, 13)] {
-            let proxy = FaultProxy::start(
-                bucket.addr(),
-                Filter::object_lock_listing(),
-                Fault::HugeBody {
-                    status,
-                    bytes: HUGE,
-                },
-            );
-            let (location, env) = through(&bucket, &repo, &proxy.addr);
-            let command = warden_at(repo.dir.path(), &location, &env, "check", &[]);
-            let (out, peak) = finish_measured(&command, MEMORY_CAP);
-            eprintln!("{store} {status}: {peak} KiB (honest: {baseline} KiB)");
-            assert!(proxy.injected() > 0, "{store}");
-            assert!(
-                peak < baseline + MEMORY_HEADROOM_KIB,
-                "{store} {status}: {peak} KiB, an honest check {baseline} KiB"
-            );
-            assert_exit(&out, code, "more than lockwarden reads");
-            assert!(repo.lock_ids().contains(&stale), "{store}: nothing removed");
-        }
-    }
-}
-
-/// On moto, Azurite and fake-gcs-server: 401 and 403 on the lock listing
-/// and on GET exit 13; a missing bucket 10; nobody listening 14.
-#[test]
-fn each_emulator_refusal_has_its_exit_code() {
-    let object_get = || {
-        Filter::with_query("GET object", |method, _, query| {
-            method == "GET" && query.is_empty()
-        })
-    };
-    for store in Store::ALL {
-        let (bucket, repo, _) = store_repo(store);
-        for status in [401, 403] {
-            for filter in [Filter::object_lock_listing(), object_get()] {
-                let (out, proxy) = proxied(&bucket, &repo, filter, Fault::Status(status), "check");
-                assert!(proxy.injected() > 0, "{store} {status}: {:?}", proxy.seen());
-                assert_eq!(out.code, 13, "{store} {status}: {out:?}");
-            }
-        }
-        let missing = match store {
-            Store::S3 => repo
-                .lockwarden_location
-                .clone()
-                .unwrap_or_default()
-                .replace(&bucket.name, "nosuchbucket"),
-            Store::Azure => "azure:nosuchcontainer:/repo".to_owned(),
-            Store::Gcs => "gs:nosuchbucket:/repo".to_owned(),
-        };
-        let out = finish_guarded(&mut warden_at(
-            repo.dir.path(),
-            &missing,
-            &repo.env,
-            "check",
-            &[],
-        ));
-        assert_eq!(out.code, 10, "{store}: {out:?}");
-        let nowhere = format!("127.0.0.1:{}", free_port());
-        let (location, env) = through(&bucket, &repo, &nowhere);
-        let out = finish_guarded(&mut warden_at(
-            repo.dir.path(),
-            &location,
-            &env,
-            "check",
-            &["--timeout", "5s"],
-        ));
-        assert_eq!(out.code, 14, "{store}: {out:?}");
-    }
-}
-
-/// `rest:` (`rclone serve restic`): a redirect is never followed and says
-/// so; 401 and 403 on the listing and on GET exit 13.
-#[test]
-fn rest_redirects_are_never_followed_and_refusals_exit_13() {
-    let root = tempfile::tempdir().expect("temp dir");
-    let server = RestServer::start(root.path());
-    let repo = server.init_repo("repo");
-    let stale = LockWriter::new(&repo).write(LockSpec {
-        time: time_from_now(-2 * HOUR),
-        hostname: "gone-host",
-        ..LockSpec::default()
-    });
-    let location = |proxy: &str| repo.location.replace(server.addr(), proxy);
-    for filter in [Filter::all, Filter::lock_listing] {
-        let other = Recorder::start();
-        let proxy = FaultProxy::start(server.addr(), filter(), Fault::Redirect(other.addr));
-        let out = finish_guarded(&mut warden_at(
-            repo.dir.path(),
-            &location(&proxy.addr),
-            &[],
-            "unlock",
-            &[],
-        ));
-        assert_exit(&out, 1, "never follows");
-        assert_eq!(other.requests(), Vec::new());
-        assert!(!all_output(&out).contains(lockwarden_tests::restic::REST_PASS));
-        assert!(repo.lock_ids().contains(&stale), "nothing removed");
-    }
-    for status in [401, 403] {
-        let config_read = || {
-            Filter::new("GET config", |method, path| {
-                method == "GET" && path.ends_with("/config")
-            })
-        };
-        for filter in [Filter::lock_listing(), config_read()] {
-            let proxy = FaultProxy::start(server.addr(), filter, Fault::Status(status));
-            let out = finish_guarded(&mut warden_at(
-                repo.dir.path(),
-                &location(&proxy.addr),
-                &[],
-                "check",
-                &[],
-            ));
-            assert!(proxy.injected() > 0, "{status}: {:?}", proxy.seen());
-            assert_eq!(out.code, 13, "{status}: {out:?}");
-        }
-    }
-    let nowhere = format!("127.0.0.1:{}", free_port());
-    let out = finish_guarded(&mut warden_at(
-        repo.dir.path(),
-        &location(&nowhere),
-        &[],
-        "check",
-        &[],
-    ));
-    assert_eq!(out.code, 14, "{out:?}");
 }

@@ -242,26 +242,42 @@ fn make_old(path: &Path) {
 /// empty or `..` part on an object store) are ignored without failing the
 /// listing: the stale lock beside them is still removed.
 pub fn odd_names(storage: &Storage) -> Verdict {
+    use crate::fault_proxy::{Fault, FaultProxy, Filter};
     let stale = stale_lock(storage);
-    let planted = match storage.fs() {
-        Some(dir) => {
-            for name in ["x\u{1}y", "..x", "-rf", &"a".repeat(63)] {
-                std::fs::write(dir.join("locks").join(name), b"odd").expect("write");
-            }
-            true
+    let out = if let Some(dir) = storage.fs() {
+        for name in ["x\u{1}y", "..x", "-rf", &"a".repeat(63)] {
+            std::fs::write(dir.join("locks").join(name), b"odd").expect("write");
         }
-        None => ["locks//x", "locks/../x", "locks/\u{1}x", "locks/./x"]
-            .iter()
-            .all(|key| storage.put_raw(key, b"odd")),
+        unlock(storage, &[])
+    } else if ODD_KEYS.iter().all(|key| storage.put_raw(key, b"odd")) {
+        unlock(storage, &[])
+    } else {
+        // Azurite takes no unsigned request: the proxy puts the odd keys
+        // into its listing instead.
+        let server = storage.http.as_deref().expect("an HTTP backend");
+        let odd = Fault::Rewrite(&[("<Blobs>", AZURE_ODD_BLOBS)]);
+        let proxy = FaultProxy::start(server, Filter::object_lock_listing(), odd);
+        let out = finish_guarded(&mut storage.lockwarden_via(&proxy.addr, "unlock"));
+        assert!(proxy.injected() > 0, "{:?}", proxy.seen());
+        out
     };
-    if !planted {
-        return NotApplicable("no way to store such keys in the emulator");
-    }
-    let out = unlock(storage, &[]);
     assert_eq!(out.code, 0, "an odd name failed the run: {out:?}");
     assert!(!storage.files("locks").contains(&stale), "{out:?}");
     Pass
 }
+
+/// Object keys under `locks/` that no file system holds and that object
+/// stores keep as they are.
+const ODD_KEYS: [&str; 4] = ["locks//x", "locks/../x", "locks/./x", "locks/\u{1}x"];
+
+/// Azure blobs with odd names, as a listing page of Azurite's would hold
+/// them (under the repository's prefix `repo/`).
+const AZURE_ODD_BLOBS: &str = concat!(
+    "<Blobs>",
+    "<Blob><Name>repo/locks//x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
+    "<Blob><Name>repo/locks/../x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
+    "<Blob><Name>repo/locks/&#x1;x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
+);
 
 /// A lock removed, and (on a file system) one replaced by a directory
 /// holding a file, between the listing and the delete: the first is
@@ -455,7 +471,7 @@ pub fn denied(storage: &Storage) -> Verdict {
     use crate::fault_proxy::{Fault, FaultProxy, Filter};
 
     let Some(server) = storage.http.clone() else {
-        return NotApplicable("not spoken over HTTP (ssh and rclone children)");
+        return NotApplicable("not an HTTP backend");
     };
     let stale = stale_lock(storage);
     let rest = storage.name == "rest";
@@ -491,6 +507,80 @@ pub fn denied(storage: &Storage) -> Verdict {
             proxy.seen()
         );
         assert_eq!(out.code, 13, "{status}: {out:?}");
+    }
+    assert!(
+        storage.files("locks").contains(&stale),
+        "a lock was removed"
+    );
+    Pass
+}
+
+/// A 3xx to another host is never followed: nothing reaches that host (so
+/// no credential, token or `Referer` can), the run fails saying why, and
+/// nothing is removed.
+pub fn redirect_not_followed(storage: &Storage) -> Verdict {
+    use crate::fault_proxy::{Fault, FaultProxy, Filter};
+    let Some(server) = storage.http.clone() else {
+        return NotApplicable("not an HTTP backend");
+    };
+    let stale = stale_lock(storage);
+    let other = crate::recorder::Recorder::start();
+    let proxy = FaultProxy::start(&server, Filter::all(), Fault::Redirect(other.addr));
+    let out = finish_guarded(
+        storage
+            .lockwarden_via(&proxy.addr, "unlock")
+            .args(["--timeout", "10s"]),
+    );
+    assert!(proxy.injected() > 0, "{:?}", proxy.seen());
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("redirect"), "{out:?}");
+    let followed = other.requests();
+    assert!(
+        followed.is_empty(),
+        "the redirect was followed: {followed:?}"
+    );
+    assert!(
+        storage.files("locks").contains(&stale),
+        "a lock was removed"
+    );
+    Pass
+}
+
+/// How large a hostile answer is: hundreds of MiB.
+const HUGE: u64 = 300 << 20;
+/// What a run may take above an honest run's peak with a huge answer in
+/// front of it (KiB): far below the answer itself.
+const HEADROOM_KIB: u64 = 128 << 10;
+
+/// A listing page, and an error body, of hundreds of MiB: refused (exit 1,
+/// and 13 for the refusal) with memory bounded, nothing removed.
+pub fn huge_bodies(storage: &Storage) -> Verdict {
+    use crate::fault_proxy::{Fault, FaultProxy, Filter};
+    let Some(server) = storage.http.clone() else {
+        return NotApplicable("not an HTTP backend");
+    };
+    let stale = stale_lock(storage);
+    let cap = 4 << 30;
+    let (honest, baseline) = crate::guard::finish_measured(&storage.lockwarden("check"), cap);
+    assert_eq!(honest.code, 3, "{honest:?}");
+    let listing = || match storage.name {
+        "rest" => Filter::lock_listing(),
+        _ => Filter::object_lock_listing(),
+    };
+    for (status, code) in [(200, 1), (403, 13)] {
+        let huge = Fault::HugeBody {
+            status,
+            bytes: HUGE,
+        };
+        let proxy = FaultProxy::start(&server, listing(), huge);
+        let command = storage.lockwarden_via(&proxy.addr, "check");
+        let (out, peak) = crate::guard::finish_measured(&command, cap);
+        assert!(proxy.injected() > 0, "{status}: {:?}", proxy.seen());
+        assert_eq!(out.code, code, "{status}: {out:?}");
+        assert!(
+            peak < baseline + HEADROOM_KIB,
+            "{status}: {peak} KiB, an honest check {baseline} KiB"
+        );
     }
     assert!(
         storage.files("locks").contains(&stale),

@@ -19,7 +19,7 @@ pub use storage::Storage;
 pub type Case = (&'static str, fn(&Storage) -> Verdict);
 
 /// Every case, in the table's order.
-pub const CASES: [Case; 11] = [
+pub const CASES: [Case; 13] = [
     (
         "restic's locks judged as restic judges them",
         cases::restic_locks,
@@ -58,6 +58,14 @@ pub const CASES: [Case; 11] = [
         cases::exclusive_holds_never_overlap,
     ),
     ("401/403 on LIST and on GET exit 13", cases::denied),
+    (
+        "a 3xx to another host is never followed",
+        cases::redirect_not_followed,
+    ),
+    (
+        "300 MiB listing page and error body, memory bounded",
+        cases::huge_bodies,
+    ),
 ];
 
 /// Runs every case against a fresh storage from `make` each, one after the
