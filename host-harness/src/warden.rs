@@ -9,7 +9,7 @@ use crate::contract::{self, Verdict};
 use crate::evidence::{Evidence, EvidenceConfig, Observations, OwnChildren, Remembered};
 use crate::first_seen::{FirstSeenError, FirstSeenStore};
 use crate::repo::backend::Removal;
-use crate::repo::{RepoError, Repository};
+use crate::repo::{ForeignFile, RepoError, Repository};
 use crate::runtime::{LogLine, PluginError, Policy, Runtime, Subject, Verdicts};
 
 mod shadow;
@@ -176,7 +176,9 @@ impl Warden {
             self.shadow_judge(shadow, now, evidence, &request, &outcome.verdicts)
         });
         let mut verdicts = Verdicts::pair(request, outcome.verdicts);
-        verdicts.keep_foreign(foreign);
+        verdicts
+            .unreadable
+            .extend(foreign.into_iter().map(kept_by_the_host));
         Ok(Assessment {
             now,
             verdicts,
@@ -244,6 +246,29 @@ impl Warden {
             shadow.emit();
         }
     }
+}
+
+/// The rule of the host's own verdict on an entry under `locks/` that is no
+/// lock file (a directory, a link, another restic file): kept, always.
+pub const NOT_A_LOCK: &str = "not-a-lock-file";
+
+/// An entry under `locks/` that is no lock file, as reported beside the
+/// unreadable files, kept by the host itself (rule [`NOT_A_LOCK`]) and
+/// never shown to a policy: every entry of `locks/` is reported.
+fn kept_by_the_host(file: ForeignFile) -> (contract::UnreadableLock, Verdict) {
+    let verdict = Verdict {
+        action: contract::Action::Keep,
+        rule: NOT_A_LOCK.into(),
+        reason: format!("{}; lockwarden removes nothing but lock files", file.what),
+    };
+    let entry = contract::UnreadableLock {
+        id: file.id,
+        size: file.size,
+        problem: file.what,
+        stored_at: file.stored_at,
+        first_seen: None,
+    };
+    (entry, verdict)
 }
 
 #[cfg(test)]

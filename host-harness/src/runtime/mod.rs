@@ -20,7 +20,7 @@ pub use cache::ArtifactCache;
 pub use error::PluginError;
 pub use log::{LogLevel, LogLine};
 pub use source::{LoadError, PolicySource};
-pub use verdicts::{NOT_A_LOCK, Subject, Verdicts, check_unique_ids, validate};
+pub use verdicts::{Subject, Verdicts, check_unique_ids, validate};
 
 use crate::contract::{self, EvaluateRequest, PolicyInfo, PolicyVerdicts, v0_1};
 use crate::evidence::{Evidence, Recorded};

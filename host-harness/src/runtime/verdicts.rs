@@ -12,10 +12,6 @@ use crate::contract::{Action, EvaluateRequest, Lock, PolicyVerdicts, UnreadableL
 /// lock anyone refreshes.
 pub const UNREADABLE_MIN_AGE: i64 = 30 * 60 * 1_000_000_000;
 
-/// The rule of the host's own verdict on an entry under `locks/` that is no
-/// lock file (a directory, a link, another restic file): kept, always.
-pub const NOT_A_LOCK: &str = "not-a-lock-file";
-
 /// Every input of an evaluation with the verdict on it, in input order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Verdicts {
@@ -56,27 +52,6 @@ impl Verdicts {
                 .zip(checked.unreadable)
                 .collect(),
         }
-    }
-
-    /// Adds the entries under `locks/` that are no lock files, each kept by
-    /// the host itself (rule [`NOT_A_LOCK`]) and never given to a policy,
-    /// as unreadable files: so every entry of `locks/` is reported.
-    pub fn keep_foreign(&mut self, foreign: Vec<crate::repo::ForeignFile>) {
-        self.unreadable.extend(foreign.into_iter().map(|file| {
-            let verdict = Verdict {
-                action: Action::Keep,
-                rule: NOT_A_LOCK.into(),
-                reason: format!("{}; lockwarden removes nothing but lock files", file.what),
-            };
-            let entry = UnreadableLock {
-                id: file.id,
-                size: file.size,
-                problem: file.what,
-                stored_at: file.stored_at,
-                first_seen: None,
-            };
-            (entry, verdict)
-        }));
     }
 
     /// Every input with its verdict: the locks, then the unreadable files.

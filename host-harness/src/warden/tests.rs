@@ -97,6 +97,38 @@ fn removes_exactly_the_stale_lock() {
     assert_eq!(ids(&repo), vec![fresh]);
 }
 
+/// An entry under `locks/` that is no lock file is reported, kept by the
+/// host (not by the policy, which never sees it), and never removed, while
+/// the stale lock beside it is.
+#[test]
+fn entries_that_are_no_lock_files_are_kept_by_the_host_and_reported() {
+    let (backend, stale, fresh) = two_locks();
+    let directory = "d".repeat(64);
+    backend.put_entry(
+        Kind::Lock,
+        &directory,
+        crate::repo::backend::EntryKind::Directory,
+        Vec::new(),
+    );
+    let repo = open(backend);
+    let report = warden(&[]).run(&repo, Act::Remove).expect("runs");
+    let (entry, verdict) = report
+        .assessment
+        .verdicts
+        .unreadable
+        .iter()
+        .find(|(u, _)| u.id == directory)
+        .expect("reported");
+    assert_eq!(entry.problem, "a directory");
+    assert_eq!(
+        (verdict.action, verdict.rule.as_str()),
+        (crate::contract::Action::Keep, super::NOT_A_LOCK)
+    );
+    let removed: Vec<&str> = report.removals.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(removed, [stale.as_str()]);
+    assert_eq!(ids(&repo), vec![fresh]);
+}
+
 #[test]
 fn judging_removes_nothing() {
     let (backend, stale, fresh) = two_locks();
