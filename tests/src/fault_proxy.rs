@@ -182,6 +182,8 @@ impl std::fmt::Debug for Filter {
 
 /// Whether `path` ends in `locks/<64 hex>` (and that id is `id`, if given).
 fn lock_in_path(path: &str, id: Option<&str>) -> bool {
+    // GCS percent-encodes an object name's slashes.
+    let path = path.replace("%2F", "/");
     let Some((dir, name)) = path.rsplit_once('/') else {
         return false;
     };

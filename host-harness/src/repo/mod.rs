@@ -369,22 +369,29 @@ impl Repository {
     /// its listing; refused when `locks/` is anything but a directory.
     fn list_locks(&self) -> Result<(Option<EntryKind>, Vec<FileInfo>), RepoError> {
         let shown = || self.location.redacted();
-        let dir = match self.backend.dir_kind(Kind::Lock) {
-            Ok(None) => return Ok((None, Vec::new())),
-            Ok(Some(dir @ (EntryKind::Directory | EntryKind::Unknown))) => dir,
-            Ok(Some(other)) => {
-                return Err(RepoError::NotLockDirectory {
-                    location: shown(),
-                    why: format!("locks/ is {}", other.describe()),
-                });
-            }
-            Err(e) => return Err(failed(&shown(), e)),
+        let Some(dir) = self.lock_dir()? else {
+            return Ok((None, Vec::new()));
         };
         match self.backend.list(Kind::Lock) {
             Ok(files) => Ok((Some(dir), files)),
             // restic, too, takes a missing locks/ for no locks.
             Err(BackendError::NotFound(_)) => Ok((Some(dir), Vec::new())),
             Err(e) => Err(failed(&shown(), e)),
+        }
+    }
+
+    /// What `locks/` is, looked at without following a link: none, a
+    /// directory, or unknown where the storage has no directories; anything
+    /// else is refused.
+    fn lock_dir(&self) -> Result<Option<EntryKind>, RepoError> {
+        match self.backend.dir_kind(Kind::Lock) {
+            Ok(None) => Ok(None),
+            Ok(Some(dir @ (EntryKind::Directory | EntryKind::Unknown))) => Ok(Some(dir)),
+            Ok(Some(other)) => Err(RepoError::NotLockDirectory {
+                location: self.location.redacted(),
+                why: format!("locks/ is {}", other.describe()),
+            }),
+            Err(e) => Err(failed(&self.location.redacted(), e)),
         }
     }
 
@@ -530,7 +537,8 @@ impl Repository {
                     return Err(RepoError::NotLockDirectory {
                         location: shown(),
                         why: format!(
-                            "locks/{0} is no lock, and {1}/ holds a file of that name too:                              locks/ shows the files of {1}/",
+                            "locks/{0} is no lock, and {1}/ holds a file of that name too: \
+                             locks/ shows the files of {1}/",
                             lockfile::short(id),
                             kind.dir()
                         ),
@@ -558,9 +566,13 @@ impl Repository {
     ///   storage is asked;
     /// - a backend that cannot remove ([`Capabilities::remove`]) is refused
     ///   here, before it is asked;
-    /// - when a delete fails, `locks/` is listed once more: an id no longer
-    ///   there is [`Removal::AlreadyGone`] (whatever the delete answered),
-    ///   one still there keeps its error.
+    /// - right before each delete, `locks/` is looked at again: a `locks/`
+    ///   swapped for a link since the listing (the storage would follow it)
+    ///   removes nothing;
+    /// - when a delete fails or the storage answers that the file was
+    ///   already gone, `locks/` is listed once more: an id no longer there
+    ///   is [`Removal::AlreadyGone`] (whatever the delete answered), one
+    ///   still there is a failure.
     pub fn remove_locks(&self, ids: &[&str]) -> Vec<Result<Removal, RepoError>> {
         if self.check_removable().is_err() {
             return ids
@@ -572,21 +584,46 @@ impl Repository {
         let mut outcomes: Vec<Result<Removal, RepoError>> =
             parallel_map(ids, REMOVE_WORKERS, |id| {
                 self.permitted(id)?;
+                self.lock_dir()?;
                 self.backend.remove(id).map_err(|e| failed(&shown, e))
             });
-        // A delete the storage was asked for and that failed (not one
-        // refused here before asking).
-        let failed_delete = |o: &Result<Removal, RepoError>| matches!(o, Err(e) if !matches!(e, RepoError::NotRemovable { .. }));
-        if outcomes.iter().any(failed_delete)
-            && let Ok(left) = self.lock_ids()
-        {
+        if outcomes.iter().any(needs_a_look) {
+            let left = self.lock_ids();
             for (id, outcome) in ids.iter().zip(outcomes.iter_mut()) {
-                if failed_delete(outcome) && !left.contains(*id) {
-                    *outcome = Ok(Removal::AlreadyGone);
+                if needs_a_look(outcome) {
+                    let answered = std::mem::replace(outcome, Ok(Removal::Removed));
+                    *outcome = self.looked_at(id, answered, &left);
                 }
             }
         }
         outcomes
+    }
+
+    /// What a delete that failed, or that the storage answered with "not
+    /// there", did, by the listing made after it (`left`).
+    fn looked_at(
+        &self,
+        id: &str,
+        answered: Result<Removal, RepoError>,
+        left: &Result<std::collections::HashSet<String>, RepoError>,
+    ) -> Result<Removal, RepoError> {
+        let still = |cause: String| RepoError::Other {
+            location: self.location.redacted(),
+            cause,
+        };
+        match (left, answered) {
+            (Ok(left), _) if !left.contains(id) => Ok(Removal::AlreadyGone),
+            (_, Err(e)) => Err(e),
+            (Ok(_), Ok(_)) => Err(still(format!(
+                "the storage answered that locks/{} was already gone, but it is still listed",
+                lockfile::short(id)
+            ))),
+            (Err(e), Ok(_)) => Err(still(format!(
+                "the storage answered that locks/{} was already gone, and listing locks/ again \
+                 to confirm it failed: {e}",
+                lockfile::short(id)
+            ))),
+        }
     }
 
     /// Whether `id` may be removed ([`Repository::remove_locks`]).
@@ -653,6 +690,21 @@ impl Repository {
             location: self.location.redacted(),
             backend: self.backend.name(),
         }
+    }
+}
+
+/// A delete the storage was asked for and that failed (not one refused
+/// before asking), or that it answered with "not there": decided by a look.
+fn needs_a_look(outcome: &Result<Removal, RepoError>) -> bool {
+    match outcome {
+        Ok(Removal::AlreadyGone) => true,
+        Ok(Removal::Removed) => false,
+        Err(e) => !matches!(
+            e,
+            RepoError::NotRemovable { .. }
+                | RepoError::NotLockDirectory { .. }
+                | RepoError::RemovalUnsupported { .. }
+        ),
     }
 }
 
@@ -815,7 +867,7 @@ fn failed(shown: &str, e: BackendError) -> RepoError {
         },
         BackendError::TooLarge { .. } => RepoError::Other {
             location: shown.to_owned(),
-            cause: format!("a file {e}"),
+            cause: format!("an answer of the storage (a file or a listing) {e}"),
         },
         other => RepoError::Other {
             location: shown.to_owned(),

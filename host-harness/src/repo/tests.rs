@@ -95,7 +95,7 @@ fn reads_every_lock_and_names_what_it_cannot_read() {
     problems.sort();
     assert_eq!(problems.len(), 2, "{problems:?}");
     assert_eq!(problems[0].0, big);
-    assert!(problems[0].1.contains("more than"), "{problems:?}");
+    assert!(problems[0].1.contains("larger than"), "{problems:?}");
     assert_eq!(problems[1].0, garbage);
     assert!(
         problems[1].1.contains("does not match its name"),
@@ -519,4 +519,45 @@ fn a_failed_delete_is_decided_by_listing_again() {
         1,
         "one listing decides for both"
     );
+}
+
+/// "Already gone" is the storage's word, and a listing decides it: a delete
+/// answered 404 (a proxy) for a file still listed is a failure.
+#[test]
+fn a_delete_answered_already_gone_is_checked_by_listing_again() {
+    let (repo, backend, key) = faulty_repository();
+    let stays = backend.inner().put_lock(&key, &lock_json("h", 1));
+    let gone = backend.inner().put_lock(&key, &lock_json("h", 2));
+    repo.read_locks().expect("reads");
+    backend.claim_gone(&stays);
+    backend.claim_gone(&gone);
+    backend
+        .inner()
+        .remove(&gone)
+        .expect("someone else removes it");
+    let outcomes = repo.remove_locks(&[stays.as_str(), gone.as_str()]);
+    let failure = outcomes[0].as_ref().expect_err("still listed");
+    assert!(failure.to_string().contains("still listed"), "{failure}");
+    assert_eq!(outcomes[1].as_ref().ok(), Some(&Removal::AlreadyGone));
+    assert!(backend.inner().names(Kind::Lock).contains(&stays));
+}
+
+/// A `locks/` swapped for a link after the listing (the storage would follow
+/// it) removes nothing: it is looked at again right before each delete.
+#[test]
+fn a_lock_directory_swapped_after_the_listing_removes_nothing() {
+    let (repo, backend, key) = faulty_repository();
+    let id = backend.inner().put_lock(&key, &lock_json("h", 1));
+    repo.read_locks().expect("reads");
+    backend
+        .inner()
+        .set_dir_kind(Kind::Lock, Some(EntryKind::Other("a symbolic link")));
+    let outcomes = repo.remove_locks(&[id.as_str()]);
+    assert!(
+        matches!(outcomes[0], Err(RepoError::NotLockDirectory { .. })),
+        "{:?}",
+        outcomes[0]
+    );
+    assert_eq!(backend.calls(Operation::Remove), 0);
+    assert!(backend.inner().names(Kind::Lock).contains(&id));
 }

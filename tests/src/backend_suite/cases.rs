@@ -285,25 +285,7 @@ const AZURE_ODD_BLOBS: &str = concat!(
 /// file stay.
 pub fn changed_between_listing_and_delete(storage: &Storage) -> Verdict {
     let (gone, swapped) = (stale_lock(storage), stale_lock(storage));
-    let sync = tempfile::tempdir().expect("temp dir");
-    let (listed, go) = (sync.path().join("listed"), sync.path().join("go"));
-    // The hosts command runs after the listing, before anything is
-    // removed: it says so, and waits for the test's word.
-    let hook = format!(
-        "touch {0}; i=0; while [ ! -e {1} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo '[]'",
-        shell_quote(&listed.display().to_string()),
-        shell_quote(&go.display().to_string())
-    );
-    let mut command = storage.lockwarden("unlock");
-    command.args([
-        "--json",
-        "--hosts-command",
-        &hook,
-        "--inventory-hosts",
-        "^elsewhere$",
-    ]);
-    let running = Guarded::spawn(&mut command);
-    wait_until("lockwarden listed the locks", || listed.exists());
+    let paused = Paused::unlock(storage);
     storage.remove(&format!("locks/{gone}"));
     let directory = storage.fs().map(|dir| {
         let path = dir.join("locks").join(&swapped);
@@ -312,8 +294,7 @@ pub fn changed_between_listing_and_delete(storage: &Storage) -> Verdict {
         std::fs::write(path.join("kept"), b"not a lock").expect("write");
         path
     });
-    std::fs::write(&go, b"").expect("go");
-    let out = running.finish_within(Duration::from_secs(120), "unlock");
+    let out = paused.go();
     let doc: serde_json::Value =
         serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
     let outcome = doc["removed"]
@@ -337,6 +318,100 @@ pub fn changed_between_listing_and_delete(storage: &Storage) -> Verdict {
             assert!(!storage.files("locks").contains(&swapped), "{out:?}");
         }
     }
+    Pass
+}
+
+/// `lockwarden unlock --json`, paused after it listed and read the locks
+/// and before it removes any: its hosts command says so, and waits for
+/// [`Paused::go`].
+struct Paused {
+    running: Guarded,
+    go: std::path::PathBuf,
+    _sync: tempfile::TempDir,
+}
+
+impl Paused {
+    fn unlock(storage: &Storage) -> Paused {
+        let sync = tempfile::tempdir().expect("temp dir");
+        let (listed, go) = (sync.path().join("listed"), sync.path().join("go"));
+        let hook = format!(
+            "touch {0}; i=0; while [ ! -e {1} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo '[]'",
+            shell_quote(&listed.display().to_string()),
+            shell_quote(&go.display().to_string())
+        );
+        let mut command = storage.lockwarden("unlock");
+        command.args([
+            "--json",
+            "--hosts-command",
+            &hook,
+            "--inventory-hosts",
+            "^elsewhere$",
+        ]);
+        let running = Guarded::spawn(&mut command);
+        wait_until("lockwarden listed the locks", || listed.exists());
+        Paused {
+            running,
+            go,
+            _sync: sync,
+        }
+    }
+
+    /// Lets it go on, and waits for it to end.
+    fn go(self) -> Finished {
+        std::fs::write(&self.go, b"").expect("go");
+        self.running
+            .finish_within(Duration::from_secs(120), "unlock")
+    }
+}
+
+/// `locks/` swapped, after the listing, for a link to a directory holding a
+/// copy of a listed lock: nothing there is removed, and the run fails. Only
+/// where lockwarden can look at `locks/` itself (a REST server or rclone
+/// resolves names on its side; SECURITY.md says what that leaves).
+pub fn lock_directory_swapped_after_listing(storage: &Storage) -> Verdict {
+    let Some(dir) = storage.fs().map(Path::to_owned) else {
+        return NotApplicable("no file system of ours");
+    };
+    if matches!(storage.name, "rest" | "rclone") {
+        return NotApplicable("the server resolves names");
+    }
+    let stale = stale_lock(storage);
+    let paused = Paused::unlock(storage);
+    let victim = dir.join("victim");
+    std::fs::create_dir(&victim).expect("mkdir");
+    std::fs::copy(dir.join("locks").join(&stale), victim.join(&stale)).expect("copy");
+    std::fs::rename(dir.join("locks"), dir.join("locks.real")).expect("rename");
+    std::os::unix::fs::symlink("victim", dir.join("locks")).expect("symlink");
+    let out = paused.go();
+    assert!(victim.join(&stale).is_file(), "the copy went: {out:?}");
+    assert!(dir.join("locks.real").join(&stale).is_file(), "{out:?}");
+    assert_eq!(out.code, 1, "{out:?}");
+    Pass
+}
+
+/// A delete answered 404 while the file stays (a proxy, a lying server) is
+/// a failure, not "already gone": a listing decides.
+pub fn delete_answered_gone_while_the_file_stays(storage: &Storage) -> Verdict {
+    use crate::fault_proxy::{Fault, FaultProxy, Filter};
+
+    let Some(server) = storage.http.clone() else {
+        return NotApplicable("not an HTTP backend");
+    };
+    let stale = stale_lock(storage);
+    let proxy = FaultProxy::start(&server, Filter::lock_delete(None), Fault::Status(404));
+    let out = finish_guarded(storage.lockwarden_via(&proxy.addr, "unlock").args([
+        "--json",
+        "--timeout",
+        "10s",
+    ]));
+    assert!(
+        proxy.injected() > 0,
+        "no delete: {:?} {out:?}",
+        proxy.seen()
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(!out.stdout.contains("already gone"), "{out:?}");
+    assert!(storage.files("locks").contains(&stale), "{out:?}");
     Pass
 }
 

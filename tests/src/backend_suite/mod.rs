@@ -19,7 +19,7 @@ pub use storage::Storage;
 pub type Case = (&'static str, fn(&Storage) -> Verdict);
 
 /// Every case, in the table's order.
-pub const CASES: [Case; 13] = [
+pub const CASES: [Case; 15] = [
     (
         "restic's locks judged as restic judges them",
         cases::restic_locks,
@@ -43,6 +43,14 @@ pub const CASES: [Case; 13] = [
     (
         "removed or replaced between listing and delete",
         cases::changed_between_listing_and_delete,
+    ),
+    (
+        "locks/ swapped for a link after the listing removes nothing",
+        cases::lock_directory_swapped_after_listing,
+    ),
+    (
+        "a delete answered 404 while the file stays is a failure",
+        cases::delete_answered_gone_while_the_file_stays,
     ),
     (
         "missing repository or bucket exits 10",

@@ -72,6 +72,9 @@ impl Fault {
 pub struct FaultyBackend<B> {
     inner: B,
     faults: Mutex<Vec<Fault>>,
+    /// Ids whose delete is answered "already gone" while nothing is done
+    /// (a proxy that answers 404, a server that lies).
+    claimed_gone: Mutex<Vec<String>>,
     /// Calls so far, by [`Operation`].
     calls: [AtomicUsize; 5],
 }
@@ -82,6 +85,7 @@ impl<B: Backend> FaultyBackend<B> {
         FaultyBackend {
             inner,
             faults: Mutex::default(),
+            claimed_gone: Mutex::default(),
             calls: Default::default(),
         }
     }
@@ -98,6 +102,15 @@ impl<B: Backend> FaultyBackend<B> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(fault);
+    }
+
+    /// From now on, a delete of `id` answers [`Removal::AlreadyGone`] and
+    /// does nothing.
+    pub fn claim_gone(&self, id: &str) {
+        self.claimed_gone
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(id.to_owned());
     }
 
     /// The wrapped backend.
@@ -169,6 +182,15 @@ impl<B: Backend> Backend for FaultyBackend<B> {
 
     fn remove(&self, id: &str) -> Result<Removal, BackendError> {
         self.injected(Operation::Remove, Kind::Lock, Some(id))?;
+        let claimed = self
+            .claimed_gone
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .any(|c| c == id);
+        if claimed {
+            return Ok(Removal::AlreadyGone);
+        }
         self.inner.remove(id)
     }
 
