@@ -178,6 +178,16 @@ fn value_len(text: &str) -> Result<(usize, Option<char>), Unreadable> {
     Err(Unreadable::Unclosed)
 }
 
+/// Whether `path` may hold the rest of an option value: an unquoted value
+/// ends at the first `:`, so `endpoint=http://host:9000,secret=S:bucket`
+/// leaves `//host:9000,secret=S:bucket` as the path. A path after an
+/// unquoted value that starts with `//` or holds a `=` or `,` is hidden
+/// whole (hiding a real path is the safe side).
+fn holds_values(options: &[Opt<'_>], path: &str) -> bool {
+    let unquoted = options.iter().any(|o| matches!(o.value, Some((_, None))));
+    unquoted && (path.starts_with("//") || path.contains(['=', ',']))
+}
+
 /// Checks that rclone can read `remote` (what follows `rclone:`).
 pub fn check(remote: &str) -> Result<(), Unreadable> {
     parse(remote).map(|_| ())
@@ -203,7 +213,11 @@ pub fn shown(remote: &str) -> String {
                     out.push_str(HIDDEN);
                 }
             }
-            format!("{out}:{}", redact_userinfo(path))
+            if holds_values(&options, path) {
+                format!("{out}:{HIDDEN}")
+            } else {
+                format!("{out}:{}", redact_userinfo(path))
+            }
         }
         Err(_) => HIDDEN.into(),
     }
@@ -241,8 +255,13 @@ impl Scrubber {
             (go_escaped(remote), go_escaped(&shown)),
         ];
         let mut hidden: Vec<String> = match parse(remote) {
-            Ok(Parsed::Remote { options, .. }) => {
-                options.iter().flat_map(Opt::value_forms).collect()
+            Ok(Parsed::Remote { options, path, .. }) => {
+                let mut values: Vec<String> = options.iter().flat_map(Opt::value_forms).collect();
+                if holds_values(&options, path) {
+                    values.push(path.to_owned());
+                    values.push(go_escaped(path));
+                }
+                values
             }
             Ok(Parsed::Local) => Vec::new(),
             Err(_) => vec![remote.to_owned()],

@@ -93,10 +93,7 @@ fn every_option_value_is_hidden_in_the_shown_form() {
         ("remote:path", "remote:path"),
         (":local:/srv/repo", ":local:/srv/repo"),
         ("/srv/repo", "/srv/repo"),
-        (
-            ":webdav,url=https://u:S8@h/x:y",
-            ":webdav,url=***://u:***@h/x:y",
-        ),
+        (":webdav,url=https://u:S8@h/x:y", ":webdav,url=***:***"),
         (":s3,pass='unclosed-S9,region=x:b", "***"),
         ("pass=S10,x:b", "***"),
     ] {
@@ -187,4 +184,44 @@ fn an_unreadable_remote_is_hidden_whole() {
     let scrubbed = scrubber.scrub(&format!("bad remote {remote}; unclosed-SECRET-1"));
     assert!(!scrubbed.contains("SECRET"), "{scrubbed}");
     assert!(check(remote).is_err());
+}
+
+/// An unquoted value ends at the first `:` (rclone's grammar), so the rest
+/// of a URL and every option after it become the path: that path is
+/// hidden, in the shown form and in what rclone prints.
+#[test]
+fn a_path_that_continues_an_unquoted_value_is_hidden() {
+    for (remote, shown_as) in [
+        (
+            ":s3,provider=Minio,endpoint=http://127.0.0.1:9000,access_key_id=AKID,secret_access_key=S3CRETKEY:bucket/repo",
+            ":s3,provider=***,endpoint=***:***",
+        ),
+        (
+            ":azureblob,sas_url=https://acct.blob.example/c?sv=1&sig=SIGSECRET:repo",
+            ":azureblob,sas_url=***:***",
+        ),
+        (
+            ":http,url=http://h:80,headers=\"Authorization,Bearer T0KENSECRET\":p",
+            ":http,url=***:***",
+        ),
+    ] {
+        assert_eq!(shown(remote), shown_as, "{remote}");
+        let scrubber = Scrubber::new(remote, &[]);
+        let Ok(Parsed::Remote { path, .. }) = parse(remote) else {
+            panic!("{remote} parses");
+        };
+        let line = scrubber.scrub(&format!("directory not found: {path}"));
+        for secret in ["S3CRETKEY", "SIGSECRET", "T0KENSECRET", "AKID"] {
+            assert!(!line.contains(secret), "{line}");
+        }
+    }
+    // A quoted URL keeps the path readable, and so does a plain one.
+    assert_eq!(
+        shown(":s3,endpoint='http://h:9000',secret_access_key=K:bucket/repo"),
+        ":s3,endpoint=***,secret_access_key=***:bucket/repo"
+    );
+    assert_eq!(
+        shown("remote,region=eu:bucket/repo"),
+        "remote,region=***:bucket/repo"
+    );
 }
