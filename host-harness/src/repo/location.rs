@@ -63,6 +63,12 @@ impl Location {
         self.scheme.name
     }
 
+    /// Whether its backend removes and writes lock files
+    /// ([`super::backend::Scheme::modifies`]).
+    pub fn modifies(&self) -> bool {
+        self.scheme.modifies
+    }
+
     /// The location for display and logs: secrets replaced by `***`, as its
     /// scheme decides ([`Scheme::redact`]).
     pub fn redacted(&self) -> String {
@@ -78,13 +84,15 @@ impl Location {
         timeout: Duration,
         variables: &Variables,
     ) -> Result<Box<dyn Backend>, BackendError> {
-        (self.scheme.open)(&Target {
+        let backend = (self.scheme.open)(&Target {
             location: &self.text,
             shown: &self.redacted(),
             password,
             timeout,
             variables,
-        })
+        })?;
+        debug_assert_eq!(backend.capabilities().remove, self.scheme.modifies);
+        Ok(backend)
     }
 }
 
@@ -205,6 +213,9 @@ mod tests {
                 "{shown}"
             );
         }
+        let no_scheme =
+            Location::parse("rest:user:S7@127.0.0.1:8000/repo").expect_err("no http://");
+        assert!(!no_scheme.to_string().contains("S7"), "{no_scheme}");
         let slash = Location::parse("rest:http://user:pa/ss-MARKER@127.0.0.1:1/repo")
             .expect_err("an @ in the path");
         assert!(!slash.to_string().contains("MARKER"), "{slash}");

@@ -11,6 +11,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::Deserialize;
 use ureq::Agent;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 use super::{
     Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Layout, Removal, Scheme,
@@ -39,6 +41,7 @@ pub const SCHEME: Scheme = Scheme {
             target.timeout,
         )))
     },
+    modifies: true,
 };
 
 /// A `rest:` location taken apart.
@@ -61,9 +64,11 @@ impl<'a> Url<'a> {
             .split_once("://")
             .filter(|(s, _)| matches!(*s, "http" | "https"))
             .ok_or_else(|| {
+                // Redacted with its `rest:`: in `user:pw@host`, the user
+                // information starts after the scheme's `:`.
                 invalid(format!(
-                    "`rest:{}` is not rest:http(s)://host:port/path",
-                    redact_userinfo(url)
+                    "`{}` is not rest:http(s)://host:port/path",
+                    redact_userinfo(&format!("rest:{url}"))
                 ))
             })?;
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
@@ -119,6 +124,27 @@ struct V2Entry {
     size: u64,
 }
 
+/// ureq's resolver, with a lookup that fails (no such host, no answer from
+/// DNS) said as [`ureq::Error::HostNotFound`], so that it is reported as
+/// unreachable like a refused connection: std reports it as an I/O error of
+/// no particular kind, which would read as a connection broken midway.
+#[derive(Debug, Default)]
+struct Lookup(DefaultResolver);
+
+impl Resolver for Lookup {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        self.0.resolve(uri, config, timeout).map_err(|e| match e {
+            ureq::Error::Io(_) => ureq::Error::HostNotFound,
+            other => other,
+        })
+    }
+}
+
 impl RestBackend {
     /// A store for the repository at `base` (no trailing slash), with
     /// optional basic-auth credentials; `display` is the redacted location.
@@ -129,7 +155,7 @@ impl RestBackend {
         display: String,
         timeout: Duration,
     ) -> RestBackend {
-        let agent: Agent = Agent::config_builder()
+        let config = Agent::config_builder()
             .timeout_global(Some(timeout))
             .timeout_connect(Some(timeout.min(CONNECT_TIMEOUT)))
             .http_status_as_error(false)
@@ -137,8 +163,8 @@ impl RestBackend {
             // host would have lockwarden judge (and delete) that host's
             // files. A 3xx is answered as an error instead ([`answered`]).
             .max_redirects(0)
-            .build()
-            .into();
+            .build();
+        let agent = Agent::with_parts(config, DefaultConnector::new(), Lookup::default());
         RestBackend {
             agent,
             base: base.to_owned(),
