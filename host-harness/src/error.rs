@@ -131,7 +131,7 @@ impl Classify for HoldError {
     fn kind(&self) -> ErrorKind {
         match self {
             HoldError::Locked(_) | HoldError::Lost(_) => ErrorKind::Locked,
-            HoldError::Repo(e) => e.kind(),
+            HoldError::Repo(e) | HoldError::NotReleased { cause: e, .. } => e.kind(),
         }
     }
 }

@@ -47,6 +47,18 @@ pub enum HoldError {
     /// The repository failed.
     #[error(transparent)]
     Repo(#[from] RepoError),
+    /// Our lock could not be removed at the end.
+    #[error(
+        "could not remove our lock {id}, which stays until it is stale (restic's 30 minutes \
+         after its last refresh) or `lockwarden unlock` removes it: {}",
+        escape(&cause.to_string())
+    )]
+    NotReleased {
+        /// The lock's short id.
+        id: String,
+        /// Why.
+        cause: RepoError,
+    },
 }
 
 /// What conflicts with a lock of kind `exclusive` among `set`, our own lock
@@ -170,7 +182,9 @@ impl<'r> Holder<'r> {
         };
         match found {
             Some(e) => {
-                holder.release();
+                if let Err(not_released) = holder.release() {
+                    tracing::warn!("{not_released}");
+                }
                 Err(e)
             }
             None => Ok(holder),
@@ -322,19 +336,17 @@ impl<'r> Holder<'r> {
         }
     }
 
-    /// Removes our lock file (and any older one left over). A failure is
-    /// logged: the lock is then stale by the ordinary rules once this
-    /// process has ended.
-    pub fn release(&self) {
+    /// Removes our lock file (and any older one left over). When ours
+    /// cannot be removed, says why: the lock then stays until it is stale
+    /// by the ordinary rules, once this process has ended.
+    pub fn release(&self) -> Result<(), HoldError> {
         let id = self.id();
-        if let Err(e) = self.repo.remove_lock(&id) {
-            tracing::warn!(
-                "could not remove our lock {} (it is stale once lockwarden has exited): {}",
-                short(&id),
-                escape(&e.to_string())
-            );
-        }
+        let removed = self.repo.remove_lock(&id);
         self.remove_leftovers();
+        removed.map(drop).map_err(|cause| HoldError::NotReleased {
+            id: short(&id).to_owned(),
+            cause,
+        })
     }
 
     fn remove_leftovers(&self) {
@@ -397,7 +409,7 @@ mod tests {
         assert_eq!(lock.pid, i64::from(std::process::id()));
         assert_eq!(lock.hostname, own_lock(true).hostname);
         assert!(crate::time::now() - lock.time < 60_000_000_000);
-        holder.release();
+        holder.release().expect("released");
         assert!(backend.inner().names(Kind::Lock).is_empty());
     }
 
@@ -511,6 +523,32 @@ mod tests {
         );
         let lost = holder.refresh();
         assert!(matches!(lost, Err(HoldError::Lost(_))), "{lost:?}");
+    }
+
+    /// A release the storage refuses says so, with the refusal's kind (a
+    /// 403 is exit 13), and never that the lock was released.
+    #[test]
+    fn a_release_that_cannot_remove_the_lock_says_so() {
+        let (repo, backend, _) = repository();
+        let holder = Holder::take(&repo, false).expect("takes");
+        backend.inject(Fault::always(
+            Operation::Remove,
+            crate::repo::backend::BackendError::Denied("403".into()),
+        ));
+        let refused = holder.release().expect_err("refused");
+        assert!(
+            matches!(refused, HoldError::NotReleased { .. }),
+            "{refused:?}"
+        );
+        assert_eq!(
+            crate::error::Classify::kind(&refused),
+            crate::error::ErrorKind::Denied
+        );
+        assert!(
+            refused.to_string().contains("stays until it is stale"),
+            "{refused}"
+        );
+        assert_eq!(backend.inner().names(Kind::Lock), vec![holder.id()]);
     }
 
     #[test]

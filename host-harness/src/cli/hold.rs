@@ -67,15 +67,17 @@ fn refresh_interval(text: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: &HoldArgs) -> Outcome<ExitCode> {
-    let judge = args.judge.open()?;
-    if !judge.repo.capabilities().remove {
+    // Refused before anything is opened or run.
+    let location = args.judge.repo.location()?;
+    if !location.modifies() {
         return Err(UsageError(format!(
             "lockwarden reads {} repositories through restic and cannot write a lock there; \
              hold works where lockwarden removes locks (local, rest, sftp, s3, azure, gs, rclone)",
-            judge.repo.describe().backend
+            location.backend()
         ))
         .into());
     }
+    let judge = args.judge.open()?;
     let child_pid = ChildPid::default();
     let interrupted = forward_signals(child_pid.clone())?;
     let kind = if args.exclusive {
@@ -113,17 +115,27 @@ pub fn run(args: &HoldArgs) -> Outcome<ExitCode> {
         }
     };
     if let Some(code) = interrupted.exit_code() {
-        holder.release();
+        if let Err(e) = holder.release() {
+            tracing::error!("{e}");
+        }
         tracing::warn!("interrupted while taking the lock; nothing ran");
         return Ok(ExitCode::from(code));
     }
     tracing::info!("holding {kind} lock ({})", short(&holder.id()));
 
     let outcome = run_holding(args, &holder, &child_pid, &interrupted);
-    holder.release();
+    let released = holder.release();
     let (status, lost) = outcome?;
     if lost {
         return Ok(ExitCode::from(code::LOCKED));
+    }
+    if let Err(e) = released {
+        // The command's own failure says more; a success is not one.
+        if status != 0 {
+            tracing::error!("{e}; the command exited with {status}");
+            return Ok(ExitCode::from(status));
+        }
+        return Err(e.into());
     }
     tracing::info!("released the lock; the command exited with {status}");
     Ok(ExitCode::from(status))

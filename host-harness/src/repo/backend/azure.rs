@@ -26,6 +26,7 @@ pub const SCHEME: Scheme = Scheme {
         let built = builder(&container, target)?.build();
         cloud::open(SCHEME.name, built, &container, prefix, target)
     },
+    modifies: true,
 };
 
 fn parse(location: &str) -> Result<(String, String), crate::repo::location::LocationError> {

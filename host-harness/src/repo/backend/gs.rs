@@ -26,6 +26,7 @@ pub const SCHEME: Scheme = Scheme {
         let built = builder(&bucket, target)?.build();
         cloud::open(SCHEME.name, built, &bucket, prefix, target)
     },
+    modifies: true,
 };
 
 fn parse(location: &str) -> Result<(String, String), crate::repo::location::LocationError> {

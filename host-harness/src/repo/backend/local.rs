@@ -42,6 +42,7 @@ pub const SCHEME: Scheme = Scheme {
         let path = Path::new(target.location);
         Ok(Box::new(LocalBackend::open(path, target.shown)?))
     },
+    modifies: true,
 };
 
 /// A local repository directory.

@@ -63,6 +63,10 @@ pub struct Scheme {
     pub redact: fn(&str) -> String,
     /// Opens the backend at a location [`Scheme::parse`] accepted.
     pub open: fn(&Target<'_>) -> Result<Box<dyn Backend>, BackendError>,
+    /// Whether the backends it opens remove and write lock files
+    /// ([`Capabilities::remove`]), known before anything is opened, so
+    /// that a command that needs it refuses at once.
+    pub modifies: bool,
 }
 
 /// Where a backend reads its storage's variables (`AWS_ACCESS_KEY_ID`,
@@ -294,8 +298,9 @@ pub enum BackendError {
     /// The password opens no key (a backend that decrypts itself says so).
     #[error("wrong password")]
     WrongPassword,
-    /// The file is larger than its kind allows; it was not read.
-    #[error("is {size} bytes, more than the {limit} bytes a restic file of this kind can be")]
+    /// A file or a listing is larger than its kind allows; it was not read
+    /// (a listing: not past the limit).
+    #[error("is larger than the {limit} bytes lockwarden reads of it (at least {size} bytes)")]
     TooLarge {
         /// Its size (at least this much when the server did not say).
         size: u64,

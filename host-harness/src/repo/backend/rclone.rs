@@ -93,6 +93,7 @@ pub const SCHEME: Scheme = Scheme {
             target.timeout,
         )?))
     },
+    modifies: true,
 };
 
 /// The program and arguments that serve a remote, before the remote.

@@ -31,6 +31,7 @@ pub const fn scheme(name: &'static str) -> Scheme {
                 target.timeout,
             )))
         },
+        modifies: false,
     }
 }
 

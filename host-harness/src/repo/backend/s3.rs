@@ -36,6 +36,7 @@ pub const SCHEME: Scheme = Scheme {
             target,
         )
     },
+    modifies: true,
 };
 
 /// An `s3:` location taken apart.

@@ -61,6 +61,7 @@ pub const SCHEME: Scheme = Scheme {
         Ok(location.to_owned())
     },
     open: |target: &Target<'_>| Ok(Box::new(SftpBackend::open(target)?)),
+    modifies: true,
 };
 
 /// Bytes asked for in one SFTP read (OpenSSH serves up to 256 KiB).
