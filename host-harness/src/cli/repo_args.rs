@@ -41,8 +41,17 @@ pub struct RepoArgs {
     password_command: Option<String>,
     /// How long any one external command (password or hosts command, restic
     /// for backends read through it) or network request may take.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = positive_duration)]
     pub timeout: Duration,
+}
+
+/// A duration above zero (a zero `--timeout` would fail every request).
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    let duration = super::parse_duration(text)?;
+    if duration.is_zero() {
+        return Err("must be more than zero".into());
+    }
+    Ok(duration)
 }
 
 fn set<T: AsRef<std::ffi::OsStr>>(value: &Option<T>) -> Option<&T> {
