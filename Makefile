@@ -93,11 +93,13 @@ $(RESTIC_018):
 # the workspace run) and with restic 0.18. The two differ in what lockwarden
 # must get right with either: exit codes (11 when locked, 10, 12 from 0.17),
 # unlock's message, which locks restic skips or retries. Tests read the
-# restic to run from LOCKWARDEN_TEST_RESTIC (tests/src/restic.rs).
+# restic to run from LOCKWARDEN_TEST_RESTIC (tests/src/restic.rs). Both
+# select the whole workspace: cargo unifies dependency features over the
+# packages selected, so a `-p` build here would compile wasmtime and the HTTP
+# stack again (about 5 minutes); the workspace run builds the binary too.
 test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed image $(RESTIC_018) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js and Python hosts); the end-to-end ones with restic 0.14 and 0.18
-	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden
 	$(CARGO) test $(PROFILE_FLAGS) --workspace
-	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) $(CARGO) test $(PROFILE_FLAGS) -p lockwarden --test e2e
+	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) $(CARGO) test $(PROFILE_FLAGS) --workspace --test e2e
 
 lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-wasip2
 	$(CARGO) fmt --all -- --check
