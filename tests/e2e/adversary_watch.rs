@@ -54,10 +54,6 @@ fn watch(repo: &TestRepo, config: &PathBuf) -> Guarded {
     )
 }
 
-fn password_file_key(repo: &TestRepo) -> String {
-    format!("password_file = \"{}\"", repo.password_file().display())
-}
-
 /// Item 10: SIGTERM stops `watch` promptly (about 2 s; the guard here is
 /// 10 s) even while a repository's check is stuck in a password command
 /// that never ends.
@@ -92,7 +88,7 @@ fn watch_refuses_a_sub_second_interval_at_start() {
     let path = config(
         &repo,
         Lines {
-            keys: &format!("{}\ninterval = \"500ms\"", password_file_key(&repo)),
+            keys: &format!("{}\ninterval = \"500ms\"", repo.password_file_setting()),
             ..Lines::default()
         },
     );
@@ -112,7 +108,7 @@ fn watch_refuses_a_setting_the_policy_rejects_at_start() {
         Lines {
             keys: &format!(
                 "{}\ninterval = \"1h\"\nsettings = {{ stale-after = \"0\" }}",
-                password_file_key(&repo)
+                repo.password_file_setting()
             ),
             ..Lines::default()
         },
@@ -146,7 +142,7 @@ fn metrics_answer_other_clients_while_one_client_never_reads() {
         &repo,
         Lines {
             top: &format!("metrics_addr = \"{addr}\""),
-            keys: &format!("{}\ninterval = \"1h\"", password_file_key(&repo)),
+            keys: &format!("{}\ninterval = \"1h\"", repo.password_file_setting()),
         },
     );
     let watch = watch(&repo, &path);

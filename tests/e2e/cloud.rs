@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use lockwarden_tests::adversary::all_output;
+use lockwarden_tests::adversary::{all_output, pair, verdict};
 use lockwarden_tests::cloud::Store;
 use lockwarden_tests::fault_proxy::{Fault, FaultProxy, Filter};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
@@ -53,20 +53,7 @@ fn at(repo: &TestRepo, location: &str, command: &str, extra: &[&str]) -> Finishe
 fn check_json(store: Store, repo: &TestRepo) -> (i32, Value) {
     let out = repo.warden("check", &["--json"]);
     assert_no_secret(store, &out);
-    let doc = serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{store}: check --json: {e}: {out:?}"));
-    (out.code, doc)
-}
-
-/// (action, rule) of lock `id` in a check document.
-fn verdict(doc: &Value, id: &str) -> (String, String) {
-    let entry = lockwarden_tests::adversary::entry(doc, id);
-    let s = |k: &str| entry[k].as_str().unwrap_or_default().to_owned();
-    (s("action"), s("rule"))
-}
-
-fn pair(action: &str, rule: &str) -> (String, String) {
-    (action.to_owned(), rule.to_owned())
+    out.json()
 }
 
 /// The local backend's scenario in `store`: a killed holder's lock and a

@@ -174,10 +174,6 @@ fn repository_id(repo: &TestRepo) -> String {
     doc["repository"]["id"].as_str().expect("an id").to_owned()
 }
 
-fn password_file_key(repo: &TestRepo) -> String {
-    format!("password_file = \"{}\"", repo.password_file().display())
-}
-
 /// An old lock from a host that is not this one: judged `expired`.
 fn old_lock(repo: &TestRepo, pid: i64) -> String {
     LockWriter::new(repo).write(LockSpec {
@@ -200,7 +196,7 @@ fn lock_removed_reaches_the_webhook_with_the_token_and_the_hook_on_stdin() {
         &repo,
         &server.url("/hooks/lockwarden"),
         "",
-        &password_file_key(&repo),
+        &repo.password_file_setting(),
     );
     let event = wait_for_event(&server, "lock_removed", |e| e["lock"]["id"] == dead_lock);
     let this_host = event["lock"]["hostname"]
@@ -268,7 +264,7 @@ fn a_stale_lock_kept_in_report_mode_is_told_once() {
         &repo,
         &server.url("/"),
         "",
-        &format!("{}\nmode = \"report\"", password_file_key(&repo)),
+        &format!("{}\nmode = \"report\"", repo.password_file_setting()),
     );
     let event = wait_for_event(&server, "stale_lock_kept", |_| true);
     assert_eq!(event["lock"]["id"], stale);
@@ -309,7 +305,7 @@ fn a_live_holder_held_long_and_an_unreadable_file_are_told() {
         &repo,
         &server.url("/"),
         "held_longer_than = \"2s\"",
-        &password_file_key(&repo),
+        &repo.password_file_setting(),
     );
     let held = wait_for_event(&server, "lock_held_long", |_| true);
     assert_eq!(held["lock"]["pid"], live.pid);
@@ -397,7 +393,7 @@ fn a_hung_webhook_never_delays_checks_and_a_full_queue_drops() {
         &repo,
         &server.url("/"),
         "timeout = \"1h\"\nretries = 0",
-        &format!("{}\nmode = \"report\"", password_file_key(&repo)),
+        &format!("{}\nmode = \"report\"", repo.password_file_setting()),
     );
     wait_until("the webhook is hanging on a request", || {
         !server.requests().is_empty()
@@ -428,7 +424,7 @@ fn a_failing_webhook_is_retried_then_counted_while_checks_go_on() {
         &repo,
         &server.url("/"),
         "retries = 2",
-        &format!("{}\nmode = \"report\"", password_file_key(&repo)),
+        &format!("{}\nmode = \"report\"", repo.password_file_setting()),
     );
     let failed =
         "lockwarden_notifications_sent_total{repository=\"r\",sink=\"webhook\",result=\"failed\"}";
@@ -524,7 +520,7 @@ fn a_webhook_with_credentials_is_refused_at_start() {
         &repo,
         "https://user:URL-SECRET@hooks.example.com/x",
         "",
-        &password_file_key(&repo),
+        &repo.password_file_setting(),
     );
     let out = watch
         .guarded

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use lockwarden_tests::adversary::{pair, reason, verdict};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
+use lockwarden_tests::metrics::scrape_until;
 use lockwarden_tests::restic::{Holder, TestRepo, free_port};
 use lockwarden_tests::restic_version::{restic_program, restic_version};
 use lockwarden_tests::{Finished, TESTS_DIR, finish, lockwarden};
@@ -195,25 +196,6 @@ fn run_succeeds_when_the_blocking_lock_goes_stale_while_waiting() {
     );
     assert!(out.stderr.contains("process-dead"), "{}", out.stderr);
     assert!(!repo.lock_ids().contains(&lock_id));
-}
-
-/// Reads /metrics until `ready` holds, or panics after 60 s.
-fn scrape_until(addr: &str, ready: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(mut response) = ureq::get(&format!("http://{addr}/metrics")).call() {
-            let text = response.body_mut().read_to_string().unwrap_or_default();
-            if ready(&text) {
-                return text;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "metrics never got there:\n{text}"
-            );
-        }
-        assert!(Instant::now() < deadline, "no metrics on {addr}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 fn stop(mut child: Child) -> (Duration, String) {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lockwarden_tests::adversary::{all_output, copy_repo, entry, ids};
+use lockwarden_tests::adversary::{all_output, copy_repo, ids, pair, verdict};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo};
 use lockwarden_tests::{Finished, finish, parity};
@@ -27,20 +27,7 @@ fn warden(repo: &TestRepo, command: &str, extra: &[&str], marker: &str) -> Finis
 }
 
 fn check_json(repo: &TestRepo, marker: &str) -> (i32, Value) {
-    let out = warden(repo, "check", &["--json"], marker);
-    let doc =
-        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("check --json: {e}: {out:?}"));
-    (out.code, doc)
-}
-
-fn rule(doc: &Value, id: &str) -> (String, String) {
-    let entry = entry(doc, id);
-    let s = |k: &str| entry[k].as_str().unwrap_or_default().to_owned();
-    (s("action"), s("rule"))
-}
-
-fn pair(action: &str, rule: &str) -> (String, String) {
-    (action.to_owned(), rule.to_owned())
+    warden(repo, "check", &["--json"], marker).json()
 }
 
 /// A marker unique to this test run, for [`live_processes`].
@@ -123,10 +110,10 @@ fn a_killed_holder_and_an_old_lock_go_and_live_and_young_locks_stay() {
     let (code, doc) = check_json(&repo, &marker);
     assert_eq!(code, 3, "{doc:#}");
     assert_eq!(doc["repository"]["backend"], "rclone");
-    assert_eq!(rule(&doc, &dead), pair("remove", "process-dead"));
-    assert_eq!(rule(&doc, &old), pair("remove", "expired"));
-    assert_eq!(rule(&doc, &live.lock_id), pair("keep", "holder-alive"));
-    assert_eq!(rule(&doc, &young), pair("keep", "fresh"));
+    assert_eq!(verdict(&doc, &dead), pair("remove", "process-dead"));
+    assert_eq!(verdict(&doc, &old), pair("remove", "expired"));
+    assert_eq!(verdict(&doc, &live.lock_id), pair("keep", "holder-alive"));
+    assert_eq!(verdict(&doc, &young), pair("keep", "fresh"));
     assert_none_left(&marker);
 
     let out = warden(&repo, "unlock", &[], &marker);

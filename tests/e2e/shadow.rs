@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use lockwarden_tests::guard::Guarded;
 use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
+use lockwarden_tests::metrics::scrape_until;
 use lockwarden_tests::restic::{TestRepo, free_port};
 use lockwarden_tests::restic_version::restic_program;
 use lockwarden_tests::{Finished, Guest, guests};
@@ -266,22 +267,6 @@ fn run_logs_the_disagreement_and_removes_what_the_enforced_policy_says() {
         out.stderr
     );
     assert!(repo.lock_ids().is_empty(), "{out:?}");
-}
-
-/// Reads /metrics until `ready` holds, or panics after 60 s.
-fn scrape_until(addr: &str, ready: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut last = String::new();
-    while Instant::now() < deadline {
-        if let Ok(mut response) = ureq::get(&format!("http://{addr}/metrics")).call() {
-            last = response.body_mut().read_to_string().unwrap_or_default();
-            if ready(&last) {
-                return last;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!("metrics never got there:\n{last}");
 }
 
 /// One `[[repository]]` of a watch configuration, in report mode.

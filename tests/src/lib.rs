@@ -11,6 +11,7 @@ pub mod guard;
 pub mod hostile_s3;
 pub mod http_wire;
 pub mod lock_writer;
+pub mod metrics;
 pub mod node_host;
 pub mod parity;
 pub mod recorder;
@@ -123,6 +124,15 @@ impl Finished {
     pub fn assert_exit(&self, code: i32, text: &str) {
         assert_eq!(self.code, code, "{self:?}");
         assert!(self.stderr.contains(text), "{}", self.stderr);
+    }
+
+    /// The exit code and the JSON document on standard output (`check
+    /// --json`, say); panics when stdout is not JSON.
+    #[track_caller]
+    pub fn json(&self) -> (i32, serde_json::Value) {
+        let doc = serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not a JSON document: {e}: {self:?}"));
+        (self.code, doc)
     }
 }
 

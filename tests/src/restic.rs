@@ -92,6 +92,12 @@ impl TestRepo {
         file
     }
 
+    /// `password_file = "..."`: the line of a watch configuration that
+    /// points at [`TestRepo::password_file`].
+    pub fn password_file_setting(&self) -> String {
+        format!("password_file = \"{}\"", self.password_file().display())
+    }
+
     /// A `restic` command ([`restic_program`]) for this repository.
     pub fn restic_command(&self) -> Command {
         let mut command = Command::new(restic_program());
@@ -129,10 +135,7 @@ impl TestRepo {
 
     /// `lockwarden check --json`: its exit code and its document.
     pub fn check_json(&self) -> (i32, serde_json::Value) {
-        let out = self.warden("check", &["--json"]);
-        let doc = serde_json::from_str(&out.stdout)
-            .unwrap_or_else(|e| panic!("check --json: {e}: {out:?}"));
-        (out.code, doc)
+        self.warden("check", &["--json"]).json()
     }
 
     /// Runs restic with `args` to completion.
