@@ -285,23 +285,6 @@ pub fn shell(command_line: &str) -> Command {
     command
 }
 
-/// Points a `restic` command at `repository` with `password`, through the
-/// environment (never the command line, which other users can read), and
-/// clears the other ways restic could take them, so that nothing inherited
-/// overrides what lockwarden chose.
-pub fn restic_env(restic: &mut Command, repository: &str, password: &crate::repo::Password) {
-    use std::os::unix::ffi::OsStrExt;
-    restic
-        .env("RESTIC_REPOSITORY", repository)
-        .env(
-            "RESTIC_PASSWORD",
-            std::ffi::OsStr::from_bytes(password.as_bytes()),
-        )
-        .env_remove("RESTIC_REPOSITORY_FILE")
-        .env_remove("RESTIC_PASSWORD_FILE")
-        .env_remove("RESTIC_PASSWORD_COMMAND");
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

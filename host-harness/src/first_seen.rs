@@ -19,8 +19,6 @@ use serde::{Deserialize, Serialize};
 use crate::files::{ReadError, read_regular_file};
 use crate::repo::LockSet;
 
-/// A state file lists at most `limits::LISTING_ENTRIES` ids (about 10 MiB).
-const STATE_FILE_LIMIT: u64 = 32 * 1024 * 1024;
 use crate::time::{format_rfc3339, parse_rfc3339};
 
 /// Why the store could not be used.
@@ -159,7 +157,7 @@ impl FirstSeenStore {
 /// The state file at `path`; none yet is an empty one. The error is the
 /// cause, for a [`StoreError`].
 fn read_state(path: &Path) -> Result<StateFile, String> {
-    match read_regular_file(path, STATE_FILE_LIMIT) {
+    match read_regular_file(path, crate::limits::FIRST_SEEN_STATE) {
         Ok(bytes) => serde_json::from_slice::<StateFile>(&bytes)
             .map_err(|e| format!("is damaged ({e}); move it away to start afresh")),
         Err(ReadError::NotFound) => Ok(StateFile::default()),

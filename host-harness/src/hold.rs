@@ -21,7 +21,7 @@ use crate::repo::backend::Removal;
 use crate::repo::lockfile::short;
 use crate::repo::{LockSet, RepoError, Repository};
 use crate::text::escape;
-use crate::watch::Stop;
+use crate::stop::Stop;
 
 /// How often restic refreshes its locks.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(5 * 60);

@@ -1,17 +1,35 @@
-//! How much of any outside input lockwarden reads, in one place. restic's own
-//! files are a few hundred bytes; these bounds are far above anything restic
-//! writes and far below what could exhaust a machine. SECURITY.md has the
-//! table.
+//! How much of any outside input lockwarden reads: every bound on the size
+//! or count of what it reads is here (bounds derived from these sit beside
+//! their use; timeouts are settings). restic's own files are a few hundred
+//! bytes; these bounds are far above anything restic writes and far below
+//! what could exhaust a machine. SECURITY.md has the table.
 
 /// A lock file (restic writes about 200 bytes). A larger one is reported as
 /// unreadable with its size.
 pub const LOCK_FILE: u64 = 64 * 1024;
+/// A lock's JSON once decompressed (restic's are about 150 bytes).
+pub const LOCK_JSON: usize = 64 * 1024;
+/// Key files tried, at most (as restic).
+pub const KEYS: usize = 20;
 /// A key file (about 450 bytes).
 pub const KEY_FILE: u64 = 64 * 1024;
 /// The repository's `config` (about 250 bytes).
 pub const CONFIG_FILE: u64 = 64 * 1024;
 /// A password, from a file or a command's output.
 pub const PASSWORD: u64 = 64 * 1024;
+/// A credentials or token file of an object store (`AWS_WEB_IDENTITY_TOKEN_FILE`,
+/// a service account's JSON).
+pub const CREDENTIALS_FILE: u64 = 64 * 1024;
+/// The first-seen state file: at most [`LISTING_ENTRIES`] ids (about 10 MiB).
+pub const FIRST_SEEN_STATE: u64 = 32 * 1024 * 1024;
+/// The head of a request to the metrics endpoint.
+pub const METRICS_REQUEST_HEAD: u64 = 8 * 1024;
+/// What a policy may write to stderr (a panic message fits easily).
+pub const POLICY_STDERR: usize = 16 * 1024;
+/// Log lines one policy evaluation keeps, and the bytes of each.
+pub const POLICY_LOG_LINES: usize = 1000;
+/// See [`POLICY_LOG_LINES`].
+pub const POLICY_LOG_LINE: usize = 1024;
 /// A repository file (`--repository-file`).
 pub const REPOSITORY_FILE: u64 = 64 * 1024;
 /// A policy component (the default policy is about 200 KiB).

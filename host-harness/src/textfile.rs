@@ -22,7 +22,6 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use sha2::{Digest, Sha256};
 
-use crate::contract::Action;
 use crate::warden::Report;
 use crate::watch::metrics::help;
 
@@ -38,20 +37,10 @@ pub struct TextfileError {
 
 /// The key of the repository at `redacted_location` (its location with any
 /// password replaced): 12 hex digits of its hash, the same whether the check
-/// succeeds or fails. A local path is made absolute and canonical first, so
-/// `repo` and `/srv/repo` are one repository.
+/// succeeds or fails, and the same for every spelling of one repository
+/// ([`crate::repo::backend::identity`]).
 pub fn key(redacted_location: &str) -> String {
-    let canonical = match crate::repo::backend::scheme_of(redacted_location).name {
-        "local" => {
-            let path = redacted_location
-                .strip_prefix("local:")
-                .unwrap_or(redacted_location);
-            std::fs::canonicalize(path)
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| redacted_location.to_owned())
-        }
-        _ => redacted_location.to_owned(),
-    };
+    let canonical = crate::repo::backend::identity(redacted_location);
     hex::encode(Sha256::digest(canonical.as_bytes()))[..12].to_owned()
 }
 
@@ -92,27 +81,19 @@ pub fn render(key: &str, report: Option<&Report>, now: i64) -> String {
     let id = label_value(&report.repository.id);
     let labels = format!("{{key=\"{key}\",repository_id=\"{id}\"}}");
     let count = |n: usize| n.to_string();
-    let kinds: Vec<(String, String)> = [("exclusive", true), ("shared", false)]
+    let kinds: Vec<(String, String)> = a
+        .verdicts
+        .lock_kinds()
         .iter()
-        .map(|(kind, exclusive)| {
-            let n = a
-                .verdicts
-                .locks
-                .iter()
-                .filter(|(l, _)| l.exclusive == *exclusive)
-                .count();
+        .map(|(kind, n)| {
             (
                 format!("{{key=\"{key}\",repository_id=\"{id}\",kind=\"{kind}\"}}"),
-                count(n),
+                count(*n),
             )
         })
         .collect();
     metric("locks", help::LOCKS, &kinds);
-    let stale = a
-        .verdicts
-        .all()
-        .filter(|(_, v)| v.action == Action::Remove)
-        .count();
+    let stale = a.verdicts.stale().count();
     metric(
         "stale_locks_not_removed",
         "Locks judged stale but still there (check removes nothing)",
@@ -187,7 +168,7 @@ pub fn write(dir: &Path, name: &str, content: &str) -> Result<PathBuf, TextfileE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Repository, Verdict, test_lock};
+    use crate::contract::{Action, Repository, Verdict, test_lock};
     use crate::runtime::Verdicts;
     use crate::warden::{Act, Assessment};
 

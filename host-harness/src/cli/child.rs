@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use lockwarden::evidence::{ProcessId, process_tree};
-use lockwarden::watch::Stop;
+use lockwarden::stop::Stop;
 
 use super::{Failure, Outcome};
 use rustix::process::{Pid, Signal, kill_process};

@@ -18,7 +18,7 @@ use clap::Args;
 use lockwarden::hold::{HoldError, Holder, REFRESH_INTERVAL};
 use lockwarden::repo::lockfile::short;
 use lockwarden::text::escape;
-use lockwarden::watch::Stop;
+use lockwarden::stop::Stop;
 
 use super::child::{
     ChildPid, Interrupt, RetryLock, exit_code, forward_signals, spawn_tracked, stop_tree,

@@ -16,6 +16,7 @@ use lockwarden::warden::{Act, Assessment, Report, Warden, WardenError};
 use super::evidence_args::EvidenceArgs;
 use super::repo_args::RepoArgs;
 use super::shadow_args::ShadowArgs;
+use super::policy_args::parse_setting;
 use super::{Outcome, PolicyArgs};
 
 /// Options of every command that judges a repository's locks (`check`,
@@ -35,13 +36,6 @@ pub struct JudgeArgs {
     pub shadow: ShadowArgs,
 }
 
-pub(super) fn parse_setting(text: &str) -> Result<(String, String), String> {
-    text.split_once('=')
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .filter(|(k, _)| !k.is_empty())
-        .ok_or_else(|| format!("`{text}` is not KEY=VALUE"))
-}
-
 /// An open repository and the warden that judges it.
 pub struct Judge {
     pub repo: Repository,
@@ -52,7 +46,7 @@ impl JudgeArgs {
     /// Loads the policy, then opens the repository (so that a broken policy
     /// fails before the slow key derivation).
     pub fn open(&self) -> Outcome<Judge> {
-        let evidence = self.evidence.options().config(self.repo.timeout)?;
+        let evidence = self.evidence.options.config(self.repo.timeout)?;
         let location = self.repo.location()?;
         let password = self.repo.password()?;
         let (runtime, policy) = self.policy.load()?;
@@ -91,7 +85,7 @@ impl Judge {
     /// returned: what runs next (restic, or `hold` taking its lock) says
     /// itself if the repository is still locked.
     pub fn clean(&self) {
-        let removable = self.repo.capabilities().remove;
+        let removable = self.repo.capabilities().modify;
         let act = if removable { Act::Remove } else { Act::Judge };
         let report = match self.run(act) {
             Ok(report) => report,

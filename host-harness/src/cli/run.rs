@@ -50,7 +50,7 @@ pub fn run(args: &RunArgs) -> Outcome<ExitCode> {
         }
         let mut command = Command::new(&args.command[0]);
         command.args(&args.command[1..]);
-        lockwarden::command::restic_env(&mut command, &repository, &password);
+        lockwarden::repo::restic_env(&mut command, &repository, &password);
         let (code, locked) = run_once(command, &children, &child_pid, &interrupted)?;
         if code == 0 || !locked || interrupted.stop.is_stopped() {
             return Ok(ExitCode::from(code));

@@ -8,7 +8,7 @@ use clap::Args;
 use lockwarden::runtime::{PolicySource, Runtime};
 use lockwarden::warden::Shadow;
 
-use super::judge::parse_setting;
+use super::policy_args::parse_setting;
 use super::{Context, Outcome, PolicyArgs};
 
 /// Options naming a shadow policy and its settings.

@@ -9,7 +9,8 @@ use lockwarden::first_seen::FirstSeenStore;
 use lockwarden::runtime::PolicySource;
 use lockwarden::watch::config::WatchConfig;
 use lockwarden::watch::metrics::Metrics;
-use lockwarden::watch::{Shared, Stop, serve_metrics, start};
+use lockwarden::stop::Stop;
+use lockwarden::watch::{Shared, serve_metrics, start};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -40,7 +41,7 @@ pub struct WatchArgs {
 }
 
 pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
-    let evidence = args.evidence.options();
+    let evidence = args.evidence.options.clone();
     // Checked now even if every repository has its own.
     evidence.config(lockwarden::command::DEFAULT_TIMEOUT)?;
     let mut config = WatchConfig::load(&args.config)?;

@@ -9,20 +9,27 @@ use serde::Deserialize;
 
 use super::{EvidenceConfig, InventorySource};
 
-/// The evidence options, by the names the watch configuration uses (the
-/// command line spells them with dashes).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+/// The evidence options: one struct for the command line (`--hosts-command`,
+/// ...) and a watched repository's `evidence` table (`hosts_command`, ...).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct EvidenceOptions {
     /// Trust that pids in locks written on this hostname are this pid
-    /// namespace's, even in a container.
+    /// namespace's, even when lockwarden runs in a container.
     #[serde(default)]
+    #[arg(long)]
     pub trust_local_pids: bool,
-    /// A JSON host inventory file, read at each check.
+    /// JSON host inventory (a Kubernetes PodList or [{"name", "started",
+    /// "state"}]), read at each check.
+    #[arg(long, value_name = "FILE", conflicts_with = "hosts_command")]
     pub hosts_file: Option<PathBuf>,
-    /// A shell command printing the host inventory, run at each check.
+    /// Shell command printing the host inventory, run at each check (e.g.
+    /// `kubectl get pods -A -o json`).
+    #[arg(long, value_name = "COMMAND")]
     pub hosts_command: Option<String>,
-    /// The hostnames the inventory is authoritative for (a regex).
+    /// The hostnames the inventory is authoritative for (a regex, anchored
+    /// by you: e.g. `^velero-`). Required with an inventory.
+    #[arg(long, value_name = "REGEX")]
     pub inventory_hosts: Option<String>,
 }
 

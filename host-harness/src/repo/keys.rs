@@ -8,8 +8,6 @@ use serde::Deserialize;
 use super::crypto::Key;
 use crate::limits;
 
-/// restic tries at most this many key files.
-pub const MAX_KEYS: usize = 20;
 
 /// A key file as restic writes it. Unknown fields are ignored.
 #[derive(Debug, Deserialize)]

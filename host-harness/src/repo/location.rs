@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::Password;
 use super::backend::{Backend, BackendError, Scheme, Target, Variables, scheme_of};
+pub use super::backend::location_text::LocationError;
 
 /// A repository location: its backend's scheme and the string that backend
 /// parsed (which may hold credentials, so it is never shown as is).
@@ -16,17 +17,6 @@ use super::backend::{Backend, BackendError, Scheme, Target, Variables, scheme_of
 pub struct Location {
     scheme: &'static Scheme,
     text: String,
-}
-
-/// Why a location string is refused. Never quotes a secret.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LocationError {
-    /// Nothing was given.
-    #[error("the repository location is empty")]
-    Empty,
-    /// The string is not a location of its scheme.
-    #[error("{0}")]
-    Invalid(String),
 }
 
 impl PartialEq for Location {
@@ -91,63 +81,15 @@ impl Location {
             timeout,
             variables,
         })?;
-        debug_assert_eq!(backend.capabilities().remove, self.scheme.modifies);
+        debug_assert_eq!(backend.capabilities().modify, self.scheme.modifies);
         Ok(backend)
     }
-}
-
-/// Replaces the password of a `user:password@host` part of a repository
-/// string with `***` (everything up to the last `@` counts as user
-/// information, so a password holding a `/` is hidden too, and a malformed
-/// URL such as `http//user:pw@host` as well). The `redact` of every scheme
-/// whose locations are URLs or `user@host` forms; rclone's connection
-/// strings are redacted by allowlist instead (`backend/rclone/remote.rs`).
-pub(crate) fn redact_userinfo(text: &str) -> String {
-    let Some(at) = text.rfind('@') else {
-        return text.to_owned();
-    };
-    let head = &text[..at];
-    // The user information starts after `://`; in a malformed URL, after
-    // the last `/` before the `@`, or after the scheme's `:`.
-    let start = head
-        .find("://")
-        .map(|i| i + 3)
-        .or_else(|| head.rfind('/').map(|i| i + 1))
-        .or_else(|| head.find(':').map(|i| i + 1))
-        .unwrap_or(0);
-    let userinfo = &head[start..];
-    match userinfo.split_once(':') {
-        Some((user, _)) => format!("{}{user}:***{}", &text[..start], &text[at..]),
-        None => text.to_owned(),
-    }
-}
-
-pub(crate) fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repo::backend::location_text::redact_userinfo;
 
     fn parsed(text: &str) -> (&'static str, String) {
         let location = Location::parse(text).expect("parses");

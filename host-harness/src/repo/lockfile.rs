@@ -10,8 +10,6 @@ use crate::contract::Lock;
 use crate::limits;
 use crate::time::parse_rfc3339;
 
-/// The largest decompressed lock we accept; real ones are about 150 bytes.
-const MAX_LOCK_JSON: usize = 64 * 1024;
 
 /// A lock file's JSON. restic always writes `time`, `exclusive`, `hostname`,
 /// `username` and `pid`, so each is required: no other restic file (a
@@ -177,7 +175,7 @@ fn decompress(plaintext: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// One zstd frame and nothing after it, decoded to at most
-/// [`MAX_LOCK_JSON`] bytes. The decoder is told to stop there: a frame may
+/// [`crate::limits::LOCK_JSON`] bytes. The decoder is told to stop there: a frame may
 /// declare a window of up to 128 MiB (restic's own declare 26 MiB for 200
 /// bytes of JSON), and a reader on top of it would see no output before a
 /// window's worth was decoded, so a 4 KB bomb would cost 128 MiB per lock.
@@ -189,13 +187,14 @@ fn decompress_zstd(mut frame: &[u8]) -> Result<Vec<u8>, String> {
     let finished = decoder
         .decode_blocks(
             &mut frame,
-            BlockDecodingStrategy::UptoBytes(MAX_LOCK_JSON + 1),
+            BlockDecodingStrategy::UptoBytes(crate::limits::LOCK_JSON + 1),
         )
         .map_err(|e| cannot(&e))?;
     let json = decoder.collect().unwrap_or_default();
-    if !finished || json.len() > MAX_LOCK_JSON {
+    if !finished || json.len() > crate::limits::LOCK_JSON {
         return Err(format!(
-            "decompresses to more than the {MAX_LOCK_JSON} bytes a lock can hold"
+            "decompresses to more than the {} bytes a lock can hold",
+            crate::limits::LOCK_JSON
         ));
     }
     if !frame.is_empty() {

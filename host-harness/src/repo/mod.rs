@@ -16,7 +16,7 @@ use backend::{
 };
 use crypto::Key;
 use location::Location;
-pub use password::{Password, PasswordError, PasswordSource};
+pub use password::{Password, PasswordError, PasswordSource, restic_env};
 
 use std::time::Duration;
 
@@ -515,7 +515,7 @@ impl Repository {
     /// removed. A look that fails is doubt, and fails too. Where nothing
     /// can be removed anyway, nobody looks.
     fn check_not_aliased(&self, suspects: &[&str]) -> Result<(), RepoError> {
-        if !self.capabilities().remove || suspects.is_empty() {
+        if !self.capabilities().modify || suspects.is_empty() {
             return Ok(());
         }
         let looks: Vec<(&str, Kind)> = suspects
@@ -564,7 +564,7 @@ impl Repository {
     ///   file and read as a lock or found unreadable, or one this process
     ///   wrote itself, is removed; anything else is refused before the
     ///   storage is asked;
-    /// - a backend that cannot remove ([`Capabilities::remove`]) is refused
+    /// - a backend that cannot remove ([`Capabilities::modify`]) is refused
     ///   here, before it is asked;
     /// - right before each delete, `locks/` is looked at again: a `locks/`
     ///   swapped for a link since the listing (the storage would follow it)
@@ -678,7 +678,7 @@ impl Repository {
     /// Fails with [`RepoError::RemovalUnsupported`] when this backend cannot
     /// remove a lock by id.
     pub fn check_removable(&self) -> Result<(), RepoError> {
-        if self.capabilities().remove {
+        if self.capabilities().modify {
             Ok(())
         } else {
             Err(self.removal_unsupported())
@@ -726,7 +726,7 @@ impl ReadBefore {
 }
 
 /// Tries the key files in name order until one opens with `password`: at
-/// most [`keys::MAX_KEYS`] (as restic), and at most
+/// most [`limits::KEYS`] (as restic), and at most
 /// [`limits::SCRYPT_WORK_TOTAL`] scrypt work in all.
 fn open_master_key(
     backend: &dyn Backend,
@@ -742,7 +742,7 @@ fn open_master_key(
     }
     files.sort_by(|a, b| a.name.cmp(&b.name));
     let total = files.len();
-    files.truncate(keys::MAX_KEYS);
+    files.truncate(limits::KEYS);
     let mut search = KeySearch::default();
     // Read them all first, then try the cheapest first: a planted key with
     // costly parameters cannot use up the budget before the real one.

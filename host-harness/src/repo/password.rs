@@ -34,6 +34,23 @@ impl std::fmt::Debug for Password {
     }
 }
 
+/// Points a `restic` command at `repository` with `password`, through the
+/// environment (never the command line, which other users can read), and
+/// clears the other ways restic could take them, so that nothing inherited
+/// overrides what lockwarden chose.
+pub fn restic_env(restic: &mut std::process::Command, repository: &str, password: &Password) {
+    use std::os::unix::ffi::OsStrExt;
+    restic
+        .env("RESTIC_REPOSITORY", repository)
+        .env(
+            "RESTIC_PASSWORD",
+            std::ffi::OsStr::from_bytes(password.as_bytes()),
+        )
+        .env_remove("RESTIC_REPOSITORY_FILE")
+        .env_remove("RESTIC_PASSWORD_FILE")
+        .env_remove("RESTIC_PASSWORD_COMMAND");
+}
+
 /// Where a password comes from. The command line and `watch` both resolve
 /// it here; which source wins when several are given is the caller's
 /// (restic's order: command, then file, then `RESTIC_PASSWORD`).

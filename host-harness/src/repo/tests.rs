@@ -239,7 +239,7 @@ fn removal_is_by_id_and_only_where_the_backend_can() {
 
     let (backend, ids) = repository_with(&[10]);
     let read_only = backend.with_capabilities(Capabilities {
-        remove: false,
+        modify: false,
         contents: Contents::Encrypted,
         parallel_reads: 1,
     });
@@ -261,7 +261,7 @@ fn removal_is_by_id_and_only_where_the_backend_can() {
 #[test]
 fn a_backend_that_decrypts_needs_no_key() {
     let backend = MemoryBackend::default().with_capabilities(Capabilities {
-        remove: false,
+        modify: false,
         contents: Contents::Decrypted,
         parallel_reads: 2,
     });

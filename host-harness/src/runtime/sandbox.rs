@@ -16,11 +16,6 @@ use super::ticker::Ticking;
 use crate::contract::{self, Liveness, Question, clock, liveness, log, types, v0_1};
 use crate::evidence::Evidence;
 
-/// How much a policy may write to stderr (a panic message fits easily).
-const STDERR_CAPACITY: usize = 16 * 1024;
-/// How many log lines one evaluation keeps, and how long each may be.
-const MAX_LOG_LINES: usize = 1000;
-const MAX_LOG_LINE: usize = 1024;
 
 /// WASI interface prefixes a policy may never import. Everything the host
 /// links is listed in [`linker`]; these get a clear refusal rather than
@@ -58,7 +53,7 @@ impl HostState {
         memory_limit: usize,
         ticking: Ticking,
     ) -> Self {
-        let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
+        let stderr = MemoryOutputPipe::new(crate::limits::POLICY_STDERR);
         // No args, no env, no preopened directories, no network: the builder
         // grants nothing unless asked, and nothing is asked but a stderr pipe.
         let wasi = WasiCtx::builder().stderr(stderr.clone()).build();
@@ -220,11 +215,11 @@ impl v0_1::log::Host for HostState {
 impl HostState {
     /// Keeps one log line, bounded in number and length.
     fn push_log(&mut self, level: LogLevel, mut message: String) {
-        if self.logs.len() >= MAX_LOG_LINES {
+        if self.logs.len() >= crate::limits::POLICY_LOG_LINES {
             return;
         }
-        if message.len() > MAX_LOG_LINE {
-            let mut end = MAX_LOG_LINE;
+        if message.len() > crate::limits::POLICY_LOG_LINE {
+            let mut end = crate::limits::POLICY_LOG_LINE;
             while !message.is_char_boundary(end) {
                 end -= 1;
             }

@@ -69,6 +69,16 @@ impl Verdicts {
         self.all().filter(|(_, v)| v.action == Action::Remove)
     }
 
+    /// How many locks there are of each kind: `exclusive`, then `shared`
+    /// (the metrics' `kind` label).
+    pub fn lock_kinds(&self) -> [(&'static str, usize); 2] {
+        let exclusive = self.locks.iter().filter(|(l, _)| l.exclusive).count();
+        [
+            ("exclusive", exclusive),
+            ("shared", self.locks.len() - exclusive),
+        ]
+    }
+
     /// How many inputs there are.
     pub fn len(&self) -> usize {
         self.locks.len() + self.unreadable.len()

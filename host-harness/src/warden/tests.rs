@@ -145,7 +145,7 @@ fn judging_removes_nothing() {
 fn a_backend_that_cannot_remove_fails_before_removing_anything() {
     let (backend, _, _) = two_locks();
     let read_only = backend.with_capabilities(Capabilities {
-        remove: false,
+        modify: false,
         contents: Contents::Encrypted,
         parallel_reads: 2,
     });
@@ -163,7 +163,7 @@ fn a_backend_that_cannot_remove_fails_before_removing_anything() {
     let (backend, key) = MemoryBackend::init(PASSWORD);
     backend.put_lock(&key, &lock_json_at(&format_rfc3339(now()), "elsewhere", 8));
     let read_only = backend.with_capabilities(Capabilities {
-        remove: false,
+        modify: false,
         contents: Contents::Encrypted,
         parallel_reads: 2,
     });

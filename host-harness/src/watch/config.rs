@@ -175,10 +175,12 @@ pub struct RepositoryConfig {
     #[serde(default)]
     pub env_prefix: String,
     /// How often to check (default 5m, at least [`MIN_INTERVAL`]).
-    #[serde(default = "default_interval")]
-    pub interval: String,
-    /// How long one external command or network request may take.
-    pub timeout: Option<String>,
+    #[serde(default = "default_interval", deserialize_with = "duration")]
+    pub interval: Duration,
+    /// How long one external command or network request may take (default
+    /// [`crate::command::DEFAULT_TIMEOUT`]; more than zero).
+    #[serde(default = "default_timeout", deserialize_with = "duration")]
+    pub timeout: Duration,
     /// Unlock or report.
     #[serde(default = "default_mode")]
     pub mode: Mode,
@@ -198,10 +200,24 @@ pub struct RepositoryConfig {
     pub evidence: Option<EvidenceOptions>,
     /// Notifications for this repository, replacing the global `[notify]`.
     pub notify: Option<NotifyConfig>,
+    /// The notification settings in effect: `notify`, else the global
+    /// `[notify]`, else none (events are only logged); made at load.
+    #[serde(skip)]
+    pub notify_settings: NotifySettings,
 }
 
-fn default_interval() -> String {
-    "5m".into()
+fn default_interval() -> Duration {
+    Duration::from_secs(300)
+}
+
+fn default_timeout() -> Duration {
+    crate::command::DEFAULT_TIMEOUT
+}
+
+/// A duration as Go writes one (`90s`, `1.5m`), read once, at load.
+fn duration<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    parse_duration(&text).map_err(serde::de::Error::custom)
 }
 
 fn default_mode() -> Mode {
@@ -223,7 +239,7 @@ impl WatchConfig {
 
     /// Parses and checks a configuration.
     pub fn parse(text: &str) -> Result<WatchConfig, ConfigProblem> {
-        let config: WatchConfig = toml::from_str(text).map_err(|e| {
+        let mut config: WatchConfig = toml::from_str(text).map_err(|e| {
             let line = e
                 .span()
                 .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
@@ -236,42 +252,42 @@ impl WatchConfig {
         if config.repositories.is_empty() {
             return Err(ConfigProblem::NoRepository);
         }
-        if let Some(notify) = &config.notify {
-            notify.settings().map_err(ConfigProblem::Notify)?;
-        }
+        let global = match &config.notify {
+            Some(notify) => Some(notify.settings().map_err(ConfigProblem::Notify)?),
+            None => None,
+        };
         let mut names = std::collections::BTreeSet::new();
-        for repo in &config.repositories {
+        for repo in &mut config.repositories {
             let at = |problem: RepositoryProblem| ConfigProblem::Repository {
                 name: repo.name.clone(),
                 problem,
             };
-            if !names.insert(&repo.name) {
+            if !names.insert(repo.name.clone()) {
                 return Err(at(RepositoryProblem::DuplicateName));
             }
-            repo.check().map_err(at)?;
+            repo.notify_settings = repo.check(global.as_ref()).map_err(at)?;
         }
         Ok(config)
     }
 }
 
-impl WatchConfig {
-    /// The notification settings of `repo`: its own `notify`, else the
-    /// global one, else none (events are only logged). Checked at load.
-    pub fn notify_settings(&self, repo: &RepositoryConfig) -> NotifySettings {
-        repo.notify
-            .as_ref()
-            .or(self.notify.as_ref())
-            .and_then(|n| n.settings().ok())
-            .unwrap_or_default()
-    }
-}
-
 impl RepositoryConfig {
-    /// Everything about this entry that can be checked without acting.
-    fn check(&self) -> Result<(), RepositoryProblem> {
+    /// Everything about this entry that can be checked without acting;
+    /// returns its notification settings (its own, else `global`'s).
+    fn check(&self, global: Option<&NotifySettings>) -> Result<NotifySettings, RepositoryProblem> {
         self.location()?;
-        self.interval().map_err(RepositoryProblem::Duration)?;
-        let timeout = self.timeout().map_err(RepositoryProblem::Duration)?;
+        if self.interval < MIN_INTERVAL {
+            return Err(RepositoryProblem::Duration(format!(
+                "interval {:?} is shorter than the minimum of {}s",
+                self.interval,
+                MIN_INTERVAL.as_secs()
+            )));
+        }
+        if self.timeout.is_zero() {
+            return Err(RepositoryProblem::Duration(
+                "timeout must be more than zero".into(),
+            ));
+        }
         let sources = [
             self.password_file.is_some(),
             self.password_command.is_some(),
@@ -281,50 +297,21 @@ impl RepositoryConfig {
             return Err(RepositoryProblem::Password);
         }
         if let Some(evidence) = &self.evidence {
-            evidence.config(timeout)?;
-        }
-        if let Some(notify) = &self.notify {
-            notify.settings().map_err(RepositoryProblem::Notify)?;
+            evidence.config(self.timeout)?;
         }
         let variable_char = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
         if !self.env_prefix.chars().all(variable_char) {
             return Err(RepositoryProblem::EnvPrefix);
         }
-        Ok(())
+        match &self.notify {
+            Some(notify) => notify.settings().map_err(RepositoryProblem::Notify),
+            None => Ok(global.cloned().unwrap_or_default()),
+        }
     }
 
     /// The repository's location.
     pub fn location(&self) -> Result<Location, LocationError> {
         Location::parse(&self.repository)
-    }
-
-    /// The check interval.
-    pub fn interval(&self) -> Result<Duration, String> {
-        let interval = parse_duration(&self.interval).map_err(|e| format!("interval: {e}"))?;
-        if interval < MIN_INTERVAL {
-            return Err(format!(
-                "interval `{}` is shorter than the minimum of {}s",
-                crate::text::escape(&self.interval),
-                MIN_INTERVAL.as_secs()
-            ));
-        }
-        Ok(interval)
-    }
-
-    /// How long one command or request may take.
-    pub fn timeout(&self) -> Result<Duration, String> {
-        match &self.timeout {
-            Some(text) => parse_duration(text)
-                .ok()
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    format!(
-                        "timeout `{}` is not a positive duration",
-                        crate::text::escape(text)
-                    )
-                }),
-            None => Ok(crate::command::DEFAULT_TIMEOUT),
-        }
     }
 
     /// Where this repository's storage variables are read.
@@ -348,7 +335,7 @@ impl RepositoryConfig {
             )),
             (None, None, None) => PasswordSource::Value(Password::new(Vec::new())),
         };
-        source.resolve(self.timeout().unwrap_or(crate::command::DEFAULT_TIMEOUT))
+        source.resolve(self.timeout)
     }
 }
 
@@ -438,7 +425,7 @@ mod tests {
             notify = { command = \"cat\" }\n\n\
             [[repository]]\nname = \"c\"\nrepository = \"/t\"\npassword_env = \"X\"\nnotify = {}\n";
         let config = WatchConfig::parse(text).expect("valid");
-        let [a, b, c] = [0, 1, 2].map(|i| config.notify_settings(&config.repositories[i]));
+        let [a, b, c] = [0, 1, 2].map(|i| config.repositories[i].notify_settings.clone());
         assert_eq!(
             a.webhook.map(|w| w.shown).as_deref(),
             Some("https://hooks.example.com")
@@ -469,9 +456,6 @@ mod tests {
             assert!(WatchConfig::parse(&repo(bad)).is_err(), "{bad}");
         }
         let config = WatchConfig::parse(&repo("1.5m")).expect("valid");
-        assert_eq!(
-            config.repositories[0].interval(),
-            Ok(Duration::from_secs(90))
-        );
+        assert_eq!(config.repositories[0].interval, Duration::from_secs(90));
     }
 }

@@ -11,15 +11,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::Stop;
+use crate::stop::Stop;
 use super::metrics::Metrics;
 
 /// Clients served at once; more are turned away until one finishes.
 const MAX_CLIENTS: usize = 16;
 /// How long one client may take to send its request or read the answer.
 const CLIENT_DEADLINE: Duration = Duration::from_secs(5);
-/// The longest request head read.
-const MAX_HEAD: u64 = 8 * 1024;
 /// How often the listener looks at the stop signal.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -61,7 +59,7 @@ fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     let started = Instant::now();
-    let mut limited = std::io::BufReader::new(&mut stream).take(MAX_HEAD);
+    let mut limited = std::io::BufReader::new(&mut stream).take(crate::limits::METRICS_REQUEST_HEAD);
     while !head.ends_with(b"\r\n\r\n") && !head.ends_with(b"\n\n") {
         // A whole-request deadline, not only one per read: a client that
         // drips one byte at a time is cut off too.

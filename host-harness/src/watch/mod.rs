@@ -12,7 +12,7 @@ pub mod metrics;
 pub mod notify;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,7 @@ use crate::repo::location::LocationError;
 use crate::repo::lockfile::short;
 use crate::repo::{PasswordError, Repository};
 use crate::runtime::{LoadError, Policy, PolicySource, Runtime};
+use crate::stop::Stop;
 use crate::text::escape;
 use crate::warden::{Act, Report, Shadow, Warden, WardenError};
 use config::{Mode, RepositoryConfig, WatchConfig};
@@ -76,39 +77,6 @@ pub enum WatchError {
     },
 }
 
-/// A stop signal that sleeping threads notice at once.
-#[derive(Default)]
-pub struct Stop {
-    stopped: Mutex<bool>,
-    wake: Condvar,
-}
-
-impl Stop {
-    /// Asks every thread to stop.
-    pub fn stop(&self) {
-        if let Ok(mut stopped) = self.stopped.lock() {
-            *stopped = true;
-        }
-        self.wake.notify_all();
-    }
-
-    /// True once [`Stop::stop`] was called.
-    pub fn is_stopped(&self) -> bool {
-        self.stopped.lock().map(|s| *s).unwrap_or(true)
-    }
-
-    /// Sleeps for `duration` or until stopped; true when stopped.
-    pub fn sleep(&self, duration: Duration) -> bool {
-        let Ok(guard) = self.stopped.lock() else {
-            return true;
-        };
-        self.wake
-            .wait_timeout_while(guard, duration, |stopped| !*stopped)
-            .map(|(stopped, _)| *stopped)
-            .unwrap_or(true)
-    }
-}
-
 /// Everything the repository threads share.
 pub struct Shared {
     /// Runs the policies.
@@ -131,12 +99,8 @@ pub struct Shared {
 pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<()>>, WatchError> {
     let mut policies: HashMap<Option<PolicySource>, Arc<Policy>> = HashMap::new();
     let mut jobs = Vec::new();
-    let notify: Vec<NotifySettings> = config
-        .repositories
-        .iter()
-        .map(|repo| config.notify_settings(repo))
-        .collect();
-    for (repo, notify) in config.repositories.into_iter().zip(notify) {
+    for repo in config.repositories {
+        let notify = repo.notify_settings.clone();
         let policy = load_once(&mut policies, &shared, &repo.policy, &repo.name, false)?;
         let shadow = match &repo.shadow_policy {
             Some(source) => Some(load_once(
@@ -216,7 +180,7 @@ fn warden_for(
         }
         None => None,
     };
-    let timeout = repo.timeout().unwrap_or(crate::command::DEFAULT_TIMEOUT);
+    let timeout = repo.timeout;
     let evidence = repo
         .evidence
         .as_ref()
@@ -277,7 +241,7 @@ fn watch_one(config: &RepositoryConfig, warden: &Warden, shared: &Shared, notify
         hidden.into_iter().flatten().collect(),
         shared.metrics.clone(),
     );
-    let interval = config.interval().unwrap_or(Duration::from_secs(300));
+    let interval = config.interval;
     let _span = tracing::info_span!("watch", repository = %escape(&config.name)).entered();
     let mut repo: Option<Repository> = None;
     let mut retry = FIRST_RETRY;
@@ -329,7 +293,7 @@ fn open<'a>(
     if let Some(repo) = repo {
         return Ok(repo);
     }
-    let timeout = config.timeout().unwrap_or(crate::command::DEFAULT_TIMEOUT);
+    let timeout = config.timeout;
     let opened = Repository::open(
         config.location()?,
         &config.password()?,
@@ -342,7 +306,7 @@ fn open<'a>(
         escape(&opened.location().redacted()),
         escape(&opened.config().id)
     );
-    if config.mode == Mode::Unlock && !opened.capabilities().remove {
+    if config.mode == Mode::Unlock && !opened.capabilities().modify {
         tracing::warn!(
             "lockwarden cannot remove locks from {} repositories; reporting stale locks only",
             opened.describe().backend
@@ -360,7 +324,7 @@ fn check_once(
 ) -> Result<Report, CheckError> {
     let repo = open(config, repo)?;
     let act = match config.mode {
-        Mode::Unlock if repo.capabilities().remove => Act::Remove,
+        Mode::Unlock if repo.capabilities().modify => Act::Remove,
         _ => Act::Judge,
     };
     let report = warden.run(repo, act)?;
@@ -409,13 +373,7 @@ fn record(m: &Metrics, name: &str, report: &Report, not_removed: i64) {
     let label = Repo {
         repository: name.to_owned(),
     };
-    for (kind, exclusive) in [("exclusive", true), ("shared", false)] {
-        let count = a
-            .verdicts
-            .locks
-            .iter()
-            .filter(|(l, _)| l.exclusive == exclusive)
-            .count();
+    for (kind, count) in a.verdicts.lock_kinds() {
         m.locks
             .get_or_create(&RepoKind {
                 repository: name.to_owned(),

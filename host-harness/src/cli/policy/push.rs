@@ -32,7 +32,7 @@ pub fn run(args: &PushArgs) -> Outcome<ExitCode> {
         path: path.clone(),
         cause,
     })?;
-    let runtime = Runtime::new(Limits::default(), None).map_err(super::super::engine_failed)?;
+    let runtime = Runtime::new(Limits::default(), None).map_err(crate::cli::engine_failed)?;
     let policy = runtime
         .load(&path, &bytes)
         .map_err(|e| UsageError(format!("refusing to push {path}: {e}")))?;

@@ -17,7 +17,7 @@ use super::{BackendError, Scheme, Target};
 /// `azure:container:/path`.
 pub const SCHEME: Scheme = Scheme {
     name: "azure",
-    redact: crate::repo::location::redact_userinfo,
+    redact: crate::repo::backend::location_text::redact_userinfo,
     parse: |location| parse(location).map(|_| location.to_owned()),
     open: |target: &Target<'_>| {
         let (container, prefix) =
@@ -29,7 +29,7 @@ pub const SCHEME: Scheme = Scheme {
     modifies: true,
 };
 
-fn parse(location: &str) -> Result<(String, String), crate::repo::location::LocationError> {
+fn parse(location: &str) -> Result<(String, String), crate::repo::backend::location_text::LocationError> {
     let rest = location.strip_prefix("azure:").unwrap_or(location);
     cloud::bucket_and_prefix(rest, "azure")
 }

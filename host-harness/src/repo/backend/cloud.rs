@@ -13,6 +13,7 @@
 
 pub mod http;
 mod listing;
+mod refusal;
 
 use std::time::Duration;
 
@@ -21,12 +22,13 @@ use object_store::client::{HttpError, HttpErrorKind};
 use object_store::path::Path;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt as _, RetryConfig};
 
+use super::io_runtime;
 use super::{
-    Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Removal, Target, blocking,
+    Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Removal, Target,
     checked_listing, checked_name, checked_read_name,
 };
 use crate::limits;
-use crate::repo::location::LocationError;
+use crate::repo::backend::location_text::LocationError;
 
 /// How many retries a request gets after a 5xx, a 429 or a broken
 /// connection (with exponential backoff, all within the timeout).
@@ -37,18 +39,16 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// else lies in the directory.
 const RAW_LISTING_ENTRIES: usize = 2 * limits::LISTING_ENTRIES;
 
-/// The most bytes of a credentials or token file read.
-pub const CREDENTIALS_FILE_LIMIT: u64 = 64 * 1024;
 
 /// Refuses a credentials or token file that a store's client will read on
 /// its own (`AWS_WEB_IDENTITY_TOKEN_FILE`, `AZURE_FEDERATED_TOKEN_FILE`,
 /// gcloud's application default credentials) unless it is a regular file
-/// of at most [`CREDENTIALS_FILE_LIMIT`] bytes: the clients read it with a
+/// of at most [`limits::CREDENTIALS_FILE`] bytes: the clients read it with a
 /// plain blocking read, which a FIFO holds forever (no deadline can end it:
 /// the read blocks the thread that keeps the deadline) and a device such
 /// as `/dev/zero` never ends. `named` says which file it is.
 pub fn check_credentials_file(path: &std::path::Path, named: &str) -> Result<(), BackendError> {
-    crate::files::read_regular_file(path, CREDENTIALS_FILE_LIMIT)
+    crate::files::read_regular_file(path, limits::CREDENTIALS_FILE)
         .map(drop)
         .map_err(|e| {
             BackendError::Other(format!(
@@ -200,7 +200,7 @@ impl CloudBackend {
         operation: impl Future<Output = Result<T, object_store::Error>>,
     ) -> Result<T, BackendError> {
         use futures::FutureExt as _;
-        blocking::within(
+        io_runtime::within(
             self.timeout,
             || format!("{verb} {file} at {}", self.shown),
             async {
@@ -342,7 +342,7 @@ struct Answer {
     transport: Option<HttpErrorKind>,
     missing_bucket: bool,
     /// Why the HTTP client policy refused the answer, when it did.
-    refused: Option<http::Refusal>,
+    refused: Option<refusal::Refusal>,
 }
 
 impl Answer {
@@ -359,7 +359,7 @@ impl Answer {
             if let Some(http) = err.downcast_ref::<HttpError>() {
                 answer.transport = Some(http.kind());
             }
-            if let Some(refusal) = err.downcast_ref::<http::Refusal>() {
+            if let Some(refusal) = err.downcast_ref::<refusal::Refusal>() {
                 answer.status = answer.status.or(refusal.status());
                 answer.refused = Some(refusal.clone());
             }

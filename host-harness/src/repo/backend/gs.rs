@@ -17,7 +17,7 @@ use super::{BackendError, Scheme, Target};
 /// `gs:bucket:/path`.
 pub const SCHEME: Scheme = Scheme {
     name: "gs",
-    redact: crate::repo::location::redact_userinfo,
+    redact: crate::repo::backend::location_text::redact_userinfo,
     parse: |location| parse(location).map(|_| location.to_owned()),
     open: |target: &Target<'_>| {
         let (bucket, prefix) =
@@ -29,7 +29,7 @@ pub const SCHEME: Scheme = Scheme {
     modifies: true,
 };
 
-fn parse(location: &str) -> Result<(String, String), crate::repo::location::LocationError> {
+fn parse(location: &str) -> Result<(String, String), crate::repo::backend::location_text::LocationError> {
     let rest = location.strip_prefix("gs:").unwrap_or(location);
     cloud::bucket_and_prefix(rest, "gs")
 }
@@ -84,7 +84,7 @@ struct Credentials {
 /// The type and base URL of a credentials file.
 fn credentials_kind(file: &str) -> Result<Credentials, BackendError> {
     let bytes =
-        crate::files::read_regular_file(std::path::Path::new(file), cloud::CREDENTIALS_FILE_LIMIT)
+        crate::files::read_regular_file(std::path::Path::new(file), crate::limits::CREDENTIALS_FILE)
             .map_err(|e| {
                 BackendError::Other(format!(
                     "cannot read GOOGLE_APPLICATION_CREDENTIALS ({}): {e}",

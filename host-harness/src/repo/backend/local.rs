@@ -24,13 +24,22 @@ use super::{
     checked_listing, checked_name, checked_read_name,
 };
 use crate::files::{ReadError, check_regular, read_open_file};
-use crate::repo::location::LocationError;
+use crate::repo::backend::location_text::LocationError;
 use crate::repo::lockfile;
+
+/// The absolute, canonical path of a local location (as given when it
+/// cannot be resolved).
+pub(super) fn canonical(location: &str) -> String {
+    let path = location.strip_prefix("local:").unwrap_or(location);
+    std::fs::canonicalize(path)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| location.to_owned())
+}
 
 /// `local:PATH`, or a path with no known scheme.
 pub const SCHEME: Scheme = Scheme {
     name: "local",
-    redact: crate::repo::location::redact_userinfo,
+    redact: crate::repo::backend::location_text::redact_userinfo,
     parse: |location| {
         let path = location.strip_prefix("local:").unwrap_or(location);
         if path.is_empty() {

@@ -239,7 +239,7 @@ impl Backend for MemoryBackend {
 
     fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError> {
         checked_name(Kind::Lock, id)?;
-        if !self.capabilities.remove {
+        if !self.capabilities.modify {
             return Err(BackendError::Unsupported {
                 backend: "memory",
                 operation: "write a lock",

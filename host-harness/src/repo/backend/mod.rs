@@ -1,19 +1,24 @@
 //! Byte-level access to a repository's files. Every backend implements
 //! [`Backend`] in one file and registers in [`SCHEMES`]; nothing else in
 //! lockwarden names a backend. Only `config`, `keys/` and `locks/` are ever
-//! touched, and only `locks/<64 hex>` can be deleted.
+//! read (the other directories are only looked at by name, to tell a
+//! `locks/` that aliases them), and only `locks/<64 hex>` can be deleted.
 //!
 //! Adding a backend: write `foo.rs` with a `pub const SCHEME: Scheme` and
 //! `impl Backend`, add `mod foo;` and `foo::SCHEME` to [`SCHEMES`] (before
-//! the restic-binary entry that served `foo:` until then, if any), and test
-//! it against the real storage (`tests/e2e/`).
+//! the restic-binary entry that served `foo:` until then, if any), and add
+//! the real storage to the one conformance suite every backend passes,
+//! hostile cases included (`tests/src/backend_suite/`).
 
 mod azure;
-mod blocking;
+mod io_runtime;
 mod cloud;
+#[cfg(test)]
 mod faulty;
 mod gs;
 mod local;
+pub(crate) mod location_text;
+#[cfg(test)]
 mod memory;
 mod rclone;
 mod rest;
@@ -23,12 +28,14 @@ mod sftp;
 
 use std::time::Duration;
 
+#[cfg(test)]
 pub use faulty::{Fault, FaultyBackend, Operation};
+#[cfg(test)]
 pub use memory::MemoryBackend;
 pub use rest::parse_listing;
 
 use super::Password;
-use super::location::LocationError;
+use location_text::LocationError;
 
 /// Every backend lockwarden knows, by the `scheme:` that starts a location.
 /// The first match wins; a location that matches none is a local path, as
@@ -64,7 +71,7 @@ pub struct Scheme {
     /// Opens the backend at a location [`Scheme::parse`] accepted.
     pub open: fn(&Target<'_>) -> Result<Box<dyn Backend>, BackendError>,
     /// Whether the backends it opens remove and write lock files
-    /// ([`Capabilities::remove`]), known before anything is opened, so
+    /// ([`Capabilities::modify`]), known before anything is opened, so
     /// that a command that needs it refuses at once.
     pub modifies: bool,
 }
@@ -244,8 +251,9 @@ impl FileInfo {
 /// What a backend can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
-    /// It deletes one lock file by id, and writes one ([`Backend::write_lock`]).
-    pub remove: bool,
+    /// It changes the `locks/` directory: deletes one lock file by id
+    /// ([`Backend::remove`]) and writes one ([`Backend::write_lock`]).
+    pub modify: bool,
     /// What [`Backend::read`] returns.
     pub contents: Contents,
     /// How many reads may run at once.
@@ -256,7 +264,7 @@ impl Capabilities {
     /// A backend lockwarden speaks natively: it reads the stored bytes,
     /// removes by id, and reads 8 files at once.
     pub const NATIVE: Capabilities = Capabilities {
-        remove: true,
+        modify: true,
         contents: Contents::Encrypted,
         parallel_reads: 8,
     };
@@ -368,12 +376,12 @@ pub trait Backend: Send + Sync {
     /// lowercase hex. Anything else at that name is
     /// [`BackendError::NotAFile`] where the storage can tell, and is left
     /// alone; a name already gone is [`Removal::AlreadyGone`] where the
-    /// storage says so. Only a backend whose [`Capabilities::remove`] is
+    /// storage says so. Only a backend whose [`Capabilities::modify`] is
     /// true does.
     fn remove(&self, id: &str) -> Result<Removal, BackendError>;
     /// Writes a new `locks/<id>` holding `stored` (a sealed lock whose
     /// SHA-256 is `id`), so that no reader sees it half written. Only a
-    /// backend whose [`Capabilities::remove`] is true does.
+    /// backend whose [`Capabilities::modify`] is true does.
     fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError>;
 }
 
@@ -417,6 +425,18 @@ pub fn scheme_of(location: &str) -> &'static Scheme {
                 .is_some_and(|rest| rest.starts_with(':'))
         })
         .unwrap_or(FALLBACK)
+}
+
+/// What identifies the repository at `redacted_location` (its location with
+/// any password replaced) across spellings: a local path made absolute and
+/// canonical (so `repo` and `/srv/repo` are one repository), any other
+/// location as it is.
+pub fn identity(redacted_location: &str) -> String {
+    if scheme_of(redacted_location).name == local::SCHEME.name {
+        local::canonical(redacted_location)
+    } else {
+        redacted_location.to_owned()
+    }
 }
 
 /// Refuses a name that is not a restic id, before it becomes part of a path

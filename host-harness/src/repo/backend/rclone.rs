@@ -33,13 +33,14 @@ use super::rest::{
     V2, answered, declared_length_within, is_v2_listing, listing_path, looked_at, parse_listing,
     removal,
 };
+use super::io_runtime;
 use super::{
     Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Layout, Removal, Scheme,
-    Target, blocking, checked_name, checked_path, checked_read_name,
+    Target, checked_name, checked_path, checked_read_name,
 };
 use crate::command::ChildGroup;
 use crate::limits;
-use crate::repo::location::LocationError;
+use crate::repo::backend::location_text::LocationError;
 use remote::Scrubber;
 
 /// The variable naming the rclone program (restic's `rclone.program`).
@@ -191,7 +192,7 @@ impl RcloneBackend {
         shown: &str,
         timeout: Duration,
     ) -> Result<RcloneBackend, BackendError> {
-        let mut child = blocking::enter(|| {
+        let mut child = io_runtime::enter(|| {
             Command::new(&command.program)
                 .args(&command.args)
                 .arg(remote)
@@ -223,11 +224,11 @@ impl RcloneBackend {
         };
         let stderr = Arc::new(Mutex::new(StderrTail::default()));
         if let Some(pipe) = stderr_pipe {
-            blocking::spawn(keep_tail(pipe, Arc::clone(&stderr)))?;
+            io_runtime::spawn(keep_tail(pipe, Arc::clone(&stderr)))?;
         }
         // The client's preface goes out here; rclone's answer is awaited
         // with the first request.
-        let (requests, connection) = blocking::within(
+        let (requests, connection) = io_runtime::within(
             timeout,
             || format!("starting rclone for {shown}"),
             async move {
@@ -239,7 +240,7 @@ impl RcloneBackend {
                     })
             },
         )?;
-        blocking::spawn(async move {
+        io_runtime::spawn(async move {
             let _ = connection.await;
         })?;
         Ok(RcloneBackend {
@@ -271,7 +272,7 @@ impl RcloneBackend {
             .body(Full::new(body))
             .map_err(|e| BackendError::Other(format!("{what}: {e}")))?;
         let mut requests = self.requests.clone();
-        blocking::within(
+        io_runtime::within(
             self.timeout,
             || format!("{what} at {}", self.shown),
             async move {

@@ -19,7 +19,7 @@ use super::{
     Target, checked_listing, checked_name, checked_path, checked_read_name,
 };
 use crate::limits;
-use crate::repo::location::{LocationError, percent_decode, redact_userinfo};
+use crate::repo::backend::location_text::{LocationError, percent_decode, redact_userinfo};
 
 /// `rest:http(s)://[user:password@]host[:port][/path]`.
 pub const SCHEME: Scheme = Scheme {

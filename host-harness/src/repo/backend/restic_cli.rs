@@ -14,7 +14,7 @@ use super::{
 use crate::command::{self, CommandError};
 use crate::limits;
 use crate::repo::Password;
-use crate::repo::location::redact_userinfo;
+use crate::repo::backend::location_text::redact_userinfo;
 
 /// A scheme restic reads for lockwarden: the location goes to restic as it
 /// was given.
@@ -79,7 +79,7 @@ impl ResticCli {
     fn run(&self, args: &[&str], limit: u64) -> Result<Vec<u8>, BackendError> {
         let mut restic = Command::new("restic");
         restic.args(args).arg("--no-lock");
-        command::restic_env(&mut restic, &self.repository, &self.password);
+        crate::repo::restic_env(&mut restic, &self.repository, &self.password);
         let output = command::run(restic, self.timeout, limit).map_err(|e| match e {
             CommandError::Spawn(e) => BackendError::Other(format!(
                 "cannot run restic ({e}); this backend is read through the restic binary: install restic"
@@ -139,7 +139,7 @@ impl Backend for ResticCli {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            remove: false,
+            modify: false,
             contents: Contents::Decrypted,
             parallel_reads: 4,
         }

@@ -15,13 +15,13 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 
 use super::cloud;
 use super::{BackendError, Scheme, Target, Variables};
-use crate::repo::location::LocationError;
+use crate::repo::backend::location_text::LocationError;
 
 /// `s3:host/bucket/prefix`, `s3:https://host[:port]/bucket/prefix`,
 /// `s3:http://...`, `s3://host/bucket/prefix`.
 pub const SCHEME: Scheme = Scheme {
     name: "s3",
-    redact: crate::repo::location::redact_userinfo,
+    redact: crate::repo::backend::location_text::redact_userinfo,
     parse: |location| S3Location::parse(location).map(|_| location.to_owned()),
     open: |target: &Target<'_>| {
         let location =
@@ -218,7 +218,7 @@ fn shared_credentials(
             None => return Ok(None),
         },
     };
-    let bytes = match crate::files::read_regular_file(&file, cloud::CREDENTIALS_FILE_LIMIT) {
+    let bytes = match crate::files::read_regular_file(&file, crate::limits::CREDENTIALS_FILE) {
         Ok(bytes) => bytes,
         Err(crate::files::ReadError::NotFound) => return Ok(None),
         Err(e) => {

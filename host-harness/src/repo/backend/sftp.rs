@@ -35,13 +35,14 @@ use russh_sftp::protocol::{FileAttributes, OpenFlags, StatusCode};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStderr, Command};
 
+use super::io_runtime;
 use super::{
     Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Removal, Scheme, Target,
-    blocking, checked_listing, checked_name, checked_read_name,
+    checked_listing, checked_name, checked_read_name,
 };
 use crate::command::ChildGroup;
 use crate::limits;
-use crate::repo::location::{LocationError, percent_decode, redact_userinfo};
+use crate::repo::backend::location_text::{LocationError, percent_decode, redact_userinfo};
 use crate::repo::lockfile::is_valid_id;
 use crate::text::escape;
 
@@ -352,7 +353,7 @@ impl Connection {
         let Some((program, args)) = argv.split_first() else {
             return Err(BackendError::Other(format!("{COMMAND_VARIABLE} is empty")));
         };
-        let spawned = blocking::enter(|| {
+        let spawned = io_runtime::enter(|| {
             Command::new(program)
                 .args(args)
                 .stdin(Stdio::piped())
@@ -371,7 +372,7 @@ impl Connection {
         let group = ChildGroup::of(child.id());
         let stderr = Arc::new(Mutex::new(Vec::new()));
         if let Some(pipe) = child.stderr.take() {
-            blocking::spawn(collect_stderr(pipe, stderr.clone()))?;
+            io_runtime::spawn(collect_stderr(pipe, stderr.clone()))?;
         }
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(BackendError::Other("the ssh child has no pipes".into()));
@@ -471,7 +472,7 @@ impl SftpBackend {
         };
         // The inner result is the handshake's; an outer error is the deadline.
         let deadline = std::time::Instant::now() + target.timeout;
-        let handshake = blocking::within(
+        let handshake = io_runtime::within(
             target.timeout,
             || format!("cannot reach {display}: starting the SFTP session"),
             async move {
@@ -519,7 +520,7 @@ impl SftpBackend {
         path: &str,
         operation: impl Future<Output = Result<T, Failed>>,
     ) -> Result<T, BackendError> {
-        let outcome = blocking::within(
+        let outcome = io_runtime::within(
             self.timeout,
             || format!("{doing} {path} at {}", self.display),
             async { Ok(operation.await) },
@@ -553,7 +554,7 @@ impl SftpBackend {
                 }
             }
             Failed::Sftp(SftpError::Timeout) => {
-                blocking::no_answer(&format!("{doing} {path} at {at}"), self.timeout)
+                io_runtime::no_answer(&format!("{doing} {path} at {at}"), self.timeout)
             }
             Failed::Sftp(other) => {
                 let ssh = self

@@ -37,6 +37,7 @@ use object_store::client::{
 };
 
 use super::listing::Asked;
+use super::refusal::Refusal;
 use crate::limits;
 
 /// The most bytes of any answer but a listing page or an error body: the
@@ -54,51 +55,6 @@ const fn larger(a: u64, b: u64) -> u64 {
 
 /// The user agent when the options name none.
 const USER_AGENT: &str = concat!("lockwarden/", env!("CARGO_PKG_VERSION"));
-
-/// Why an answer was not taken, in words that hold no secret (never the
-/// URL, nor a header).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
-    /// A 3xx.
-    #[error("the storage answered {status} with a redirect, which lockwarden never follows")]
-    Redirect {
-        /// The status.
-        status: u16,
-    },
-    /// A body past its bound.
-    #[error(
-        "the storage answered {status} with a body larger than {limit} bytes, more than lockwarden reads"
-    )]
-    TooLarge {
-        /// The status the body came with.
-        status: u16,
-        /// The bound.
-        limit: u64,
-    },
-    /// A listing page whose next continuation token is the one it was
-    /// asked with.
-    #[error(
-        "the storage's listing gave back the continuation token it was sent, so it would never end"
-    )]
-    RepeatedToken,
-}
-
-impl Refusal {
-    /// The HTTP status it came with, when one did.
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            Refusal::Redirect { status } | Refusal::TooLarge { status, .. } => Some(*status),
-            Refusal::RepeatedToken => None,
-        }
-    }
-}
-
-impl From<Refusal> for HttpError {
-    /// Never retried: the same request would be answered the same way.
-    fn from(refusal: Refusal) -> HttpError {
-        HttpError::new(HttpErrorKind::Decode, refusal)
-    }
-}
 
 /// Makes the object stores' HTTP clients (give it to each store's
 /// builder: `with_http_connector`).
@@ -328,23 +284,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn refusals_say_what_happened_and_keep_the_status() {
-        let redirect = Refusal::Redirect { status: 307 };
-        assert!(redirect.to_string().contains("never follows"), "{redirect}");
-        assert_eq!(redirect.status(), Some(307));
-        let large = Refusal::TooLarge {
-            status: 403,
-            limit: 16,
-        };
-        assert!(
-            large.to_string().contains("larger than 16 bytes"),
-            "{large}"
-        );
-        assert_eq!(large.status(), Some(403));
-        assert_eq!(Refusal::RepeatedToken.status(), None);
-    }
 
     #[test]
     fn a_body_past_its_bound_fails_and_never_promises_more() {

@@ -22,7 +22,7 @@ use hyper::{Method, Uri};
 use object_store::path::Path;
 use quick_xml::events::{BytesRef, Event};
 
-use super::http::Refusal;
+use super::refusal::Refusal;
 
 /// Nesting followed: an entry lies at depth 2 (S3) or 3 (Azure) below the
 /// root, its key one deeper; anything deeper is only counted.

@@ -17,7 +17,7 @@
 //! quote must be followed by `,` or `:`; the path starts after the `:` that
 //! ends the option list.
 
-use crate::repo::location::redact_userinfo;
+use crate::repo::backend::location_text::redact_userinfo;
 
 /// What replaces a hidden value.
 const HIDDEN: &str = "***";
