@@ -30,7 +30,7 @@ use clap::{Args, Parser, Subcommand};
 use lockwarden::oci::Registry;
 use lockwarden::runtime::{ArtifactCache, Limits, Policy, PolicySource, Runtime};
 
-/// Exit codes, documented in the README.
+/// Exit codes, documented in docs/commands.md.
 pub mod code {
     /// Something failed; nothing was removed.
     pub const ERROR: u8 = 1;
