@@ -761,7 +761,9 @@ fn a_custom_stale_after_moves_the_boundary() {
 #[test]
 fn the_documented_rules_are_in_the_order_they_apply() {
     let doc = include_str!("../../../docs/policy.md");
-    let start = doc.find("<!-- rules table").expect("the rules table's marker");
+    let start = doc
+        .find("<!-- rules table")
+        .expect("the rules table's marker");
     let end = doc.find("<!-- /rules table -->").expect("the table's end");
     let documented: Vec<&str> = doc[start..end]
         .lines()
