@@ -18,6 +18,7 @@ mod cloud;
 mod cloud_servers;
 mod concurrency;
 mod conformance;
+mod docs;
 mod faults;
 mod hold;
 mod hostile_http;

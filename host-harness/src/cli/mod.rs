@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-/// Exit codes, documented in the README.
+/// Exit codes, documented in docs/commands.md.
 pub mod code {
     /// Something failed; nothing was removed.
     pub const ERROR: u8 = 1;

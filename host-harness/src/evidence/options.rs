@@ -42,7 +42,7 @@ pub enum EvidenceError {
     /// An inventory without the hosts it covers.
     #[error(
         "hosts-file/hosts-command need inventory-hosts REGEX: the hostnames the inventory is \
-         authoritative for (see the README on when a host it does not list is taken as gone)"
+         authoritative for (see docs/evidence.md on when a host it does not list is taken as gone)"
     )]
     NoCoverage,
     /// Covered hosts without an inventory.

@@ -2,20 +2,9 @@
 //! locks and the evidence the host supplies. First match wins; every verdict
 //! names its rule.
 //!
-//! | rule            | when                                                      | action |
-//! |-----------------|-----------------------------------------------------------|--------|
-//! | holder-alive    | process or host evidence says alive                       | keep   |
-//! | process-dead    | same host, and process evidence says dead                 | remove |
-//! | host-gone       | host evidence says dead                                   | remove |
-//! | expired         | now - time > stale-after (restic's rule)                  | remove |
-//! | unrefreshed     | now - first-seen > stale-after (host's own clock)         | remove |
-//! | stored-long-ago | time > now + max-clock-skew, and now - stored-at >        | remove |
-//! |                 | stale-after + max-clock-skew                              |        |
-//! | future-time     | time > now + max-clock-skew                               | keep   |
-//! | fresh           | otherwise                                                 | keep   |
-//! | unreadable-old  | unreadable, and now - stored-at > unreadable-after +      | remove |
-//! |                 | max-clock-skew, or now - first-seen > unreadable-after    |        |
-//! | unreadable      | unreadable, otherwise                                     | keep   |
+//! The rules, in order, with when each applies and what it does, are one
+//! table in `docs/policy.md`: a test here checks its order against `RULES`,
+//! and `tests/e2e/docs.rs` its names and actions against the built policy.
 //!
 //! `unknown` evidence never leads to `remove`, and neither do disagreeing
 //! clocks: a lock whose own time is fresh is never removed on the storage's

@@ -753,3 +753,28 @@ fn a_custom_stale_after_moves_the_boundary() {
     assert_eq!(verdicts.locks[0].rule, "fresh");
     assert_eq!(verdicts.locks[1].rule, "expired");
 }
+
+/// docs/policy.md's rules table lists the rules in the order they apply:
+/// the lock rules as [`RULES`] has them, then the two for unreadable files
+/// (`tests/e2e/docs.rs` checks its names and actions against the built
+/// policy).
+#[test]
+fn the_documented_rules_are_in_the_order_they_apply() {
+    let doc = include_str!("../../../docs/policy.md");
+    let start = doc
+        .find("<!-- rules table")
+        .expect("the rules table's marker");
+    let end = doc.find("<!-- /rules table -->").expect("the table's end");
+    let documented: Vec<&str> = doc[start..end]
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    let mut order: Vec<&str> = RULES.iter().map(|(name, _)| *name).collect();
+    order.extend(["unreadable-old", "unreadable"]);
+    assert_eq!(
+        documented.get(..order.len()),
+        Some(&order[..]),
+        "{documented:?}"
+    );
+}
