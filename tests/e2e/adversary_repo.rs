@@ -720,7 +720,7 @@ fn zstd_bombs_are_unreadable_and_cost_no_memory() {
     let doc = doc(&out);
     for id in &bombs {
         assert!(
-            problem(&doc, id).contains("larger than the 65536 bytes"),
+            problem(&doc, id).contains("more than the 65536 bytes"),
             "{doc:#}"
         );
     }
