@@ -20,8 +20,8 @@ use crate::limits;
 use crate::repo::backend::Removal;
 use crate::repo::lockfile::short;
 use crate::repo::{LockSet, RepoError, Repository};
-use crate::text::escape;
 use crate::stop::Stop;
+use crate::text::escape;
 
 /// How often restic refreshes its locks.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(5 * 60);

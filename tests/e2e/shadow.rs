@@ -10,7 +10,7 @@
 //! policies disagree on exactly the exclusive lock.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lockwarden_tests::guard::Guarded;
 use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};

@@ -17,8 +17,8 @@ use std::time::Duration;
 use clap::Args;
 use lockwarden::hold::{HoldError, Holder, REFRESH_INTERVAL};
 use lockwarden::repo::lockfile::short;
-use lockwarden::text::escape;
 use lockwarden::stop::Stop;
+use lockwarden::text::escape;
 
 use super::child::{
     ChildPid, Interrupt, RetryLock, exit_code, forward_signals, spawn_tracked, stop_tree,

@@ -14,9 +14,9 @@ use lockwarden::text::escape;
 use lockwarden::warden::{Act, Assessment, Report, Warden, WardenError};
 
 use super::evidence_args::EvidenceArgs;
+use super::policy_args::parse_setting;
 use super::repo_args::RepoArgs;
 use super::shadow_args::ShadowArgs;
-use super::policy_args::parse_setting;
 use super::{Outcome, PolicyArgs};
 
 /// Options of every command that judges a repository's locks (`check`,

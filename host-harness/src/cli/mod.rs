@@ -200,8 +200,8 @@ pub fn exit_code(failure: &Failure) -> u8 {
 }
 
 pub use failure::{Context, Failure, Outcome};
-pub use policy_args::{PolicyArgs, engine_failed};
 pub use lockwarden::error::UsageError;
+pub use policy_args::{PolicyArgs, engine_failed};
 
 #[cfg(test)]
 mod tests {

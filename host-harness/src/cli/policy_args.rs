@@ -16,7 +16,7 @@ pub struct PolicyArgs {
     /// A policy to use instead of the built-in default: a component file
     /// (.wasm), or oci://HOST/REPO:TAG or oci://HOST/REPO@sha256:DIGEST.
     #[arg(long, value_name = "FILE|OCI")]
-    policy: Option<PolicySource>,
+    pub policy: Option<PolicySource>,
     /// How long one policy call may run before it is stopped.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     policy_timeout: Duration,

@@ -8,7 +8,6 @@ use serde::Deserialize;
 use super::crypto::Key;
 use crate::limits;
 
-
 /// A key file as restic writes it. Unknown fields are ignored.
 #[derive(Debug, Deserialize)]
 pub struct KeyFile {

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use super::Password;
-use super::backend::{Backend, BackendError, Scheme, Target, Variables, scheme_of};
 pub use super::backend::location_text::LocationError;
+use super::backend::{Backend, BackendError, Scheme, Target, Variables, scheme_of};
 
 /// A repository location: its backend's scheme and the string that backend
 /// parsed (which may hold credentials, so it is never shown as is).

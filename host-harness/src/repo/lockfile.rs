@@ -10,7 +10,6 @@ use crate::contract::Lock;
 use crate::limits;
 use crate::time::parse_rfc3339;
 
-
 /// A lock file's JSON. restic always writes `time`, `exclusive`, `hostname`,
 /// `username` and `pid`, so each is required: no other restic file (a
 /// snapshot has `time` and `hostname` too) passes for a lock. `uid`/`gid` are

@@ -16,7 +16,6 @@ use super::ticker::Ticking;
 use crate::contract::{self, Liveness, Question, clock, liveness, log, types, v0_1};
 use crate::evidence::Evidence;
 
-
 /// WASI interface prefixes a policy may never import. Everything the host
 /// links is listed in [`linker`]; these get a clear refusal rather than
 /// wasmtime's generic "not found".

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::stop::Stop;
 use super::metrics::Metrics;
+use crate::stop::Stop;
 
 /// Clients served at once; more are turned away until one finishes.
 const MAX_CLIENTS: usize = 16;
@@ -59,7 +59,8 @@ fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     let started = Instant::now();
-    let mut limited = std::io::BufReader::new(&mut stream).take(crate::limits::METRICS_REQUEST_HEAD);
+    let mut limited =
+        std::io::BufReader::new(&mut stream).take(crate::limits::METRICS_REQUEST_HEAD);
     while !head.ends_with(b"\r\n\r\n") && !head.ends_with(b"\n\n") {
         // A whole-request deadline, not only one per read: a client that
         // drips one byte at a time is cut off too.

@@ -29,7 +29,9 @@ pub const SCHEME: Scheme = Scheme {
     modifies: true,
 };
 
-fn parse(location: &str) -> Result<(String, String), crate::repo::backend::location_text::LocationError> {
+fn parse(
+    location: &str,
+) -> Result<(String, String), crate::repo::backend::location_text::LocationError> {
     let rest = location.strip_prefix("azure:").unwrap_or(location);
     cloud::bucket_and_prefix(rest, "azure")
 }

@@ -39,7 +39,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// else lies in the directory.
 const RAW_LISTING_ENTRIES: usize = 2 * limits::LISTING_ENTRIES;
 
-
 /// Refuses a credentials or token file that a store's client will read on
 /// its own (`AWS_WEB_IDENTITY_TOKEN_FILE`, `AZURE_FEDERATED_TOKEN_FILE`,
 /// gcloud's application default credentials) unless it is a regular file

@@ -29,7 +29,9 @@ pub const SCHEME: Scheme = Scheme {
     modifies: true,
 };
 
-fn parse(location: &str) -> Result<(String, String), crate::repo::backend::location_text::LocationError> {
+fn parse(
+    location: &str,
+) -> Result<(String, String), crate::repo::backend::location_text::LocationError> {
     let rest = location.strip_prefix("gs:").unwrap_or(location);
     cloud::bucket_and_prefix(rest, "gs")
 }
@@ -83,14 +85,16 @@ struct Credentials {
 
 /// The type and base URL of a credentials file.
 fn credentials_kind(file: &str) -> Result<Credentials, BackendError> {
-    let bytes =
-        crate::files::read_regular_file(std::path::Path::new(file), crate::limits::CREDENTIALS_FILE)
-            .map_err(|e| {
-                BackendError::Other(format!(
-                    "cannot read GOOGLE_APPLICATION_CREDENTIALS ({}): {e}",
-                    crate::text::escape(file)
-                ))
-            })?;
+    let bytes = crate::files::read_regular_file(
+        std::path::Path::new(file),
+        crate::limits::CREDENTIALS_FILE,
+    )
+    .map_err(|e| {
+        BackendError::Other(format!(
+            "cannot read GOOGLE_APPLICATION_CREDENTIALS ({}): {e}",
+            crate::text::escape(file)
+        ))
+    })?;
     serde_json::from_slice(&bytes).map_err(|_| {
         BackendError::Other(format!(
             "GOOGLE_APPLICATION_CREDENTIALS ({}) is not a JSON credentials file",

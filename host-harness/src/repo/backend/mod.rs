@@ -11,11 +11,11 @@
 //! hostile cases included (`tests/src/backend_suite/`).
 
 mod azure;
-mod io_runtime;
 mod cloud;
 #[cfg(test)]
 mod faulty;
 mod gs;
+mod io_runtime;
 mod local;
 pub(crate) mod location_text;
 #[cfg(test)]

@@ -29,11 +29,11 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStderr, Command};
 
+use super::io_runtime;
 use super::rest::{
     V2, answered, declared_length_within, is_v2_listing, listing_path, looked_at, parse_listing,
     removal,
 };
-use super::io_runtime;
 use super::{
     Backend, BackendError, Capabilities, EntryKind, FileInfo, Kind, Layout, Removal, Scheme,
     Target, checked_name, checked_path, checked_read_name,
