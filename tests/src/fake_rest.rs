@@ -50,15 +50,8 @@ impl FakeRest {
         let stop = Arc::new(AtomicBool::new(false));
         let hook: Arc<Hook> = Arc::new(hook);
         let (root, flag) = (root.to_owned(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if flag.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let (root, hook, flag) = (root.clone(), hook.clone(), flag.clone());
-                std::thread::spawn(move || serve(stream, &root, hook.as_ref(), &flag));
-            }
+        let thread = crate::http_wire::accept_until(listener, stop.clone(), move |stream| {
+            serve(stream, &root, hook.as_ref(), &flag)
         });
         FakeRest {
             location: format!("rest:http://{addr}/repo"),

@@ -4,7 +4,30 @@
 //! chunks, never held in memory.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+/// Accepts connections on `listener` until `stop` is set (the connection
+/// that wakes it is dropped), each served by `serve` on a thread of its own.
+pub fn accept_until(
+    listener: TcpListener,
+    stop: Arc<AtomicBool>,
+    serve: impl Fn(TcpStream) + Send + Sync + 'static,
+) -> JoinHandle<()> {
+    let serve = Arc::new(serve);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let Ok(stream) = stream else { continue };
+            let serve = serve.clone();
+            std::thread::spawn(move || serve(stream));
+        }
+    })
+}
 
 /// The largest request head read.
 const MAX_HEAD: usize = 64 << 10;

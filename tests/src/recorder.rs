@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::http_wire::{Request, read_request, respond};
+use crate::http_wire::{Request, accept_until, read_request, respond};
 
 /// What the recorder answers: a listing with nothing in it, so that a
 /// client that followed a redirect here would judge an empty directory.
@@ -32,17 +32,8 @@ impl Recorder {
         let addr = listener.local_addr().expect("its address");
         let requests = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (kept, flag) = (requests.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if flag.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let kept = kept.clone();
-                std::thread::spawn(move || record(stream, &kept));
-            }
-        });
+        let kept = requests.clone();
+        let thread = accept_until(listener, stop.clone(), move |stream| record(stream, &kept));
         Recorder {
             addr,
             requests,

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use crate::http_wire::{Request, decode_path, read_request, respond, stream};
+use crate::http_wire::{Request, accept_until, decode_path, read_request, respond, stream};
 use crate::recorder::Recorder;
 pub use page::escape as escape_key;
 use page::{Listed, error_body, etag_of, http_date, list_page};
@@ -197,16 +197,9 @@ impl HostileS3 {
                 thread: None,
             };
         }
-        let (serving, flag) = (shared.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if flag.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let serving = serving.clone();
-                std::thread::spawn(move || serve(stream, &serving));
-            }
+        let serving = shared.clone();
+        let thread = accept_until(listener, stop.clone(), move |stream| {
+            serve(stream, &serving)
         });
         HostileS3 {
             addr,
