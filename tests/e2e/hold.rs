@@ -133,6 +133,33 @@ fn cat_lock(repo: &TestRepo, id: &str) -> Value {
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
 }
 
+/// The one lock in `repo` other than `not`, and `restic cat lock` of it,
+/// read before a refresh replaced it (a 1 s refresh can win the race
+/// against restic's key derivation: then the next one is read).
+fn current_lock(repo: &TestRepo, not: Option<&str>) -> (String, Value) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no lock stayed long enough to read"
+        );
+        let ids = repo.lock_ids();
+        let Some(id) = ids.iter().find(|id| Some(id.as_str()) != not) else {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
+        let out = repo.restic(&["cat", "lock", id, "--no-lock"]);
+        if out.code == 0 {
+            let lock = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+            return (id.clone(), lock);
+        }
+        assert!(
+            !repo.lock_ids().contains(id),
+            "restic cat lock failed on a lock still there: {out:?}"
+        );
+    }
+}
+
 /// The one lock in `repo`, or a panic naming what is there.
 fn only_lock(repo: &TestRepo) -> String {
     let ids = repo.lock_ids();
@@ -317,15 +344,13 @@ fn the_lock_is_refreshed_with_a_new_file_and_the_old_one_removed() {
     let repo = TestRepo::init_local();
     let mut held = Held::start(&repo, &["--refresh-interval", "1s"]);
     held.wait_started();
-    let first = only_lock(&repo);
-    let first_time = cat_lock(&repo, &first)["time"].clone();
+    let (first, first_lock) = current_lock(&repo, None);
     wait_for("a refresh", || {
         let ids = repo.lock_ids();
         ids.len() == 1 && !ids.contains(&first)
     });
-    let second = only_lock(&repo);
-    let lock = cat_lock(&repo, &second);
-    assert_ne!(lock["time"], first_time, "{lock}");
+    let (_, lock) = current_lock(&repo, Some(&first));
+    assert_ne!(lock["time"], first_lock["time"], "{lock}");
     assert_eq!(lock["pid"], held.child.id(), "{lock}");
     let out = held.finish(0);
     assert_eq!(out.code, 0, "{out:?}");
