@@ -228,20 +228,11 @@ impl FaultProxy {
         });
         let stop = Arc::new(AtomicBool::new(false));
         let acceptor = {
-            let (shared, stop) = (shared.clone(), stop.clone());
-            std::thread::spawn(move || {
-                for client in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(client) = client else { continue };
-                    let shared = shared.clone();
-                    std::thread::spawn(move || {
-                        // A failure on either side ends this one connection;
-                        // the client sees a closed connection.
-                        let _ = serve(&shared, client);
-                    });
-                }
+            let shared = shared.clone();
+            crate::http_wire::accept_until(listener, stop.clone(), move |client| {
+                // A failure on either side ends this one connection; the
+                // client sees a closed connection.
+                let _ = serve(&shared, client);
             })
         };
         FaultProxy {
