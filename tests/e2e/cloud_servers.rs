@@ -19,7 +19,9 @@ const CHILD_MARKER: &str = "LOCKWARDEN_SERVERS_CHILD";
 /// gone.
 fn restic_works_in(store: Store) {
     let bucket = store.new_bucket();
-    let repo = bucket.init_repo("repo");
+    // restic's own init, on every store (the other tests take the template).
+    let repo = bucket.repo("repo");
+    repo.init();
     assert_eq!(
         repo.lock_ids(),
         BTreeSet::new(),

@@ -16,6 +16,7 @@ pub mod node_host;
 pub mod parity;
 pub mod recorder;
 pub mod registry;
+pub mod repo_template;
 pub mod restic;
 pub mod restic_version;
 pub mod sshd;

@@ -37,7 +37,8 @@ pub struct TestRepo {
 }
 
 impl TestRepo {
-    /// `restic init` in a fresh temporary directory.
+    /// A new repository in a fresh temporary directory
+    /// ([`TestRepo::create`]).
     pub fn init_local() -> TestRepo {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("repo");
@@ -49,17 +50,17 @@ impl TestRepo {
             lockwarden_location: None,
             remote: None,
         };
-        repo.init();
+        repo.create();
         repo
     }
 
-    /// A repository in a fresh directory, reached as `rclone::local:<dir>`
-    /// and made by restic through rclone.
+    /// A new repository in a fresh directory ([`TestRepo::create`]),
+    /// reached as `rclone::local:<dir>`.
     pub fn init_over_rclone() -> TestRepo {
         let mut repo = TestRepo::at(String::new(), PathBuf::new());
         repo.path = repo.dir.path().join("repo");
         repo.location = format!("rclone::local:{}", repo.path.display());
-        repo.init();
+        repo.create();
         repo
     }
 
@@ -76,7 +77,8 @@ impl TestRepo {
         }
     }
 
-    /// Runs `restic init`.
+    /// Runs `restic init` (the standard constructors take the faster
+    /// [`TestRepo::create`] instead).
     pub fn init(&self) {
         std::fs::write(self.password_file(), PASSWORD).expect("write password file");
         let out = self.restic(&["init"]);
@@ -381,10 +383,11 @@ impl RestServer {
         self.base.rsplit('@').next().unwrap_or(&self.base)
     }
 
-    /// `restic init` of repository `name` on this server.
+    /// A new repository `name` on this server ([`TestRepo::create`], in
+    /// the directory it serves).
     pub fn init_repo(&self, name: &str) -> TestRepo {
         let repo = TestRepo::at(format!("rest:{}/{name}", self.base), self.root.join(name));
-        repo.init();
+        repo.create();
         repo
     }
 }

@@ -149,13 +149,14 @@ impl Sshd {
         )
     }
 
-    /// A repository `name` under [`Sshd::root`] at `location` (which must
-    /// name that directory), initialised by restic over SFTP.
+    /// A new repository `name` under [`Sshd::root`] ([`TestRepo::create`],
+    /// in the directory it serves) at `location` (which must name that
+    /// directory).
     pub fn init_repo_at(&self, name: &str, location: impl FnOnce(&Path) -> String) -> TestRepo {
         let path = self.root.join(name);
         let mut repo = TestRepo::at(location(&path), path);
         repo.env = self.env();
-        repo.init();
+        repo.create();
         repo
     }
 

@@ -53,7 +53,7 @@ impl Storage {
         }
     }
 
-    /// A directory on the local disk (`restic init` there).
+    /// A directory on the local disk (a new repository there).
     pub fn local() -> Storage {
         let repo = TestRepo::init_local();
         let dir = repo.path.clone();

@@ -169,10 +169,10 @@ impl Bucket {
         repo
     }
 
-    /// `restic init` of a repository at `prefix` in this bucket.
+    /// A new repository at `prefix` in this bucket ([`TestRepo::create`]).
     pub fn init_repo(&self, prefix: &str) -> TestRepo {
         let repo = self.repo(prefix);
-        repo.init();
+        repo.create();
         repo
     }
 }
