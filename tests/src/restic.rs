@@ -239,7 +239,7 @@ impl Holder {
         command
             .args(["--uts", "sh", "-c"])
             .arg(format!(
-                "hostname {hostname} && exec \"$0\" backup --stdin --stdin-filename held"
+                "hostname {hostname} && exec \"$0\" backup -v --stdin --stdin-filename held"
             ))
             .arg(restic_program());
         for (k, v) in inner.get_envs() {
@@ -252,7 +252,7 @@ impl Holder {
     }
 
     fn start_with(repo: &TestRepo, mut command: Command) -> Holder {
-        command.args(["backup", "--stdin", "--stdin-filename", "held"]);
+        command.args(["backup", "-v", "--stdin", "--stdin-filename", "held"]);
         Holder::spawn(repo, command)
     }
 
@@ -260,30 +260,51 @@ impl Holder {
         let before = repo.lock_ids();
         let mut child = command
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn restic backup --stdin");
+            .expect("spawn restic backup -v --stdin");
         let stdin = child.stdin.take();
         stdin
             .as_ref()
             .map(|mut s| s.write_all(b"some data"))
             .transpose()
             .expect("write to restic");
+        // restic writes its lock, waits 200 ms, then looks for other locks
+        // and, finding an exclusive one, removes its own and exits. It holds
+        // the lock once past that look, when it says "load index files"
+        // (both 0.14 and 0.18, with -v); a test that writes an exclusive
+        // lock sooner would make its live holder go.
+        let (locked, said) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().expect("restic's stdout");
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+                let Ok(line) = line else { break };
+                if !sent && line.starts_with("load index files") {
+                    sent = locked.send(()).is_ok();
+                }
+            }
+        });
         let deadline = Instant::now() + Duration::from_secs(30);
-        let lock_id = loop {
-            if let Some(id) = repo.lock_ids().difference(&before).next() {
-                break id.clone();
+        loop {
+            match said.recv_timeout(Duration::from_millis(50)) {
+                Ok(()) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = child.wait().expect("reap restic");
+                    panic!("restic backup --stdin exited before holding its lock: {status}");
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    assert!(Instant::now() < deadline, "restic held no lock within 30 s")
+                }
             }
-            assert!(
-                Instant::now() < deadline,
-                "restic wrote no lock within 30 s"
-            );
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("restic backup --stdin exited early: {status}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        }
+        let lock_id = repo
+            .lock_ids()
+            .difference(&before)
+            .next()
+            .expect("the holder's lock is listed")
+            .clone();
         let pid = child.id();
         Holder {
             child,
