@@ -2,10 +2,14 @@
 # `make help` lists the targets.
 
 CARGO ?= cargo
-# Tests and the demo use release builds: the policy runtime compiles
-# WebAssembly with cranelift, which is slow unoptimized.
-PROFILE_FLAGS := --release
-BIN := target/release/lockwarden
+# One build serves the tests, the demo and the image: release (the policy
+# runtime compiles WebAssembly with cranelift, which is slow unoptimized)
+# and static (musl), so the binary the tests run is the one the image holds.
+# Building for the host as well cost a second full build (9 minutes of a
+# fresh CI run); the static binary runs the tests as fast.
+MUSL := x86_64-unknown-linux-musl
+BUILD_FLAGS := --release --target $(MUSL)
+BIN := target/$(MUSL)/release/lockwarden
 
 .PHONY: help setup servers build dist install image test lint bench demo fuzz clean
 
@@ -17,7 +21,7 @@ help: ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
 
 # The tools the tests run, each as command:Debian package.
-TOOLS := restic:restic rclone:rclone docker-registry:docker-registry node:nodejs npm:npm python3:python3 /usr/sbin/sshd:openssh-server openssl:openssl /usr/bin/time:time
+TOOLS := restic:restic rclone:rclone docker-registry:docker-registry node:nodejs npm:npm python3:python3 /usr/sbin/sshd:openssh-server openssl:openssl /usr/bin/time:time musl-gcc:musl-tools
 NODE_HOST := tests/node-host
 PYTHON_ENV := target/python-host
 # The S3 (moto), GCS (fake-gcs-server) and Azure (Azurite) test servers:
@@ -25,12 +29,13 @@ PYTHON_ENV := target/python-host
 SERVERS_ENV := target/servers
 AZURITE := tests/servers/azurite
 
-setup: ## Add the wasm32-wasip2 target; install restic, rclone, docker-registry, Node.js (apt-get)
+setup: ## Add the wasm32-wasip2 and musl targets; install restic, rclone, docker-registry, Node.js, musl-tools (apt-get)
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+	@rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL)
 	@./scripts/need.sh $(TOOLS)
 
-build: setup ## Build the policy component and the lockwarden binary (release)
-	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden
+build: setup ## Build the policy component and a static lockwarden (release; $(BIN))
+	$(CARGO) build $(BUILD_FLAGS) -p lockwarden
 
 # What users install: the `dist` profile (stripped, thin LTO; Cargo.toml).
 PREFIX ?= /usr/local
@@ -40,18 +45,16 @@ dist: setup ## Build the binary to install: stripped, thin LTO (target/dist/lock
 install: dist ## Install lockwarden into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local)
 	install -D -m 0755 target/dist/lockwarden "$(DESTDIR)$(PREFIX)/bin/lockwarden"
 
-# The container image: a static (musl) lockwarden with restic and kubectl,
-# assembled by scripts/image.sh with umoci; `make image IMAGE=host/repo:tag`
-# also pushes it with skopeo.
-MUSL := x86_64-unknown-linux-musl
+# The container image: the static lockwarden of `make build` (stripped)
+# with restic and kubectl, assembled by scripts/image.sh with umoci;
+# `make image IMAGE=host/repo:tag` also pushes it with skopeo.
 IMAGE_LAYOUT := target/image
+IMAGE_TOOLS := umoci:umoci skopeo:skopeo
 # Reaches the recipe through the environment, never pasted into it.
 export IMAGE
-image: setup ## Build the OCI image into target/image; IMAGE=host/repo:tag pushes it too
-	@rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL)
-	@./scripts/need.sh umoci:umoci skopeo:skopeo musl-gcc:musl-tools
-	$(CARGO) build --profile dist --target $(MUSL) -p lockwarden
-	./scripts/image.sh build target/$(MUSL)/dist/lockwarden $(IMAGE_LAYOUT)
+image: build ## Build the OCI image into target/image; IMAGE=host/repo:tag pushes it too
+	@./scripts/need.sh $(IMAGE_TOOLS)
+	./scripts/image.sh build $(BIN) $(IMAGE_LAYOUT)
 	@if [ -n "$$IMAGE" ]; then ./scripts/image.sh push $(IMAGE_LAYOUT) "$$IMAGE"; fi
 
 # jco and the WASI shim for the Node.js host, exactly as package-lock.json pins them.
@@ -97,14 +100,18 @@ $(RESTIC_018):
 # select the whole workspace: cargo unifies dependency features over the
 # packages selected, so a `-p` build here would compile wasmtime and the HTTP
 # stack again (about 5 minutes); the workspace run builds the binary too.
-# TEST_THREADS=4 runs 4 tests at once: the end-to-end ones mostly wait on
-# restic, servers and timers, so that halves their wall time on 2 cores (625 s
-# to 327 s here), but timing-sensitive tests then fail now and then; the
-# default is cargo's, one per core.
-TEST_THREADS ?= $(shell nproc)
-test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed image $(RESTIC_018) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js and Python hosts); the end-to-end ones with restic 0.14 and 0.18
-	$(CARGO) test $(PROFILE_FLAGS) --workspace -- --test-threads=$(TEST_THREADS)
-	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) $(CARGO) test $(PROFILE_FLAGS) --workspace --test e2e -- --test-threads=$(TEST_THREADS)
+# Two tests per core: the end-to-end ones mostly wait on restic, servers and
+# timers (with the fast keys of tests/src/repo_template.rs they use about one
+# core of two), so this halves their wall time (284 s to 139 s here).
+# TEST_THREADS=1 runs them one at a time. The image is assembled from the
+# test build's binary before the tests run.
+TEST_THREADS ?= $(shell echo $$(( $$(nproc) * 2 )))
+test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed $(RESTIC_018) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js and Python hosts); the end-to-end ones with restic 0.14 and 0.18
+	@./scripts/need.sh $(IMAGE_TOOLS)
+	$(CARGO) test $(BUILD_FLAGS) --workspace --no-run
+	./scripts/image.sh build $(BIN) $(IMAGE_LAYOUT)
+	$(CARGO) test $(BUILD_FLAGS) --workspace -- --test-threads=$(TEST_THREADS)
+	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) $(CARGO) test $(BUILD_FLAGS) --workspace --test e2e -- --test-threads=$(TEST_THREADS)
 
 lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-wasip2
 	$(CARGO) fmt --all -- --check
@@ -113,14 +120,14 @@ lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-w
 
 bench: setup servers $(NODE_HOST)/node_modules/.package-lock.json ## Measure against restic and native code; writes BENCHMARKS.md (not part of test)
 	@./scripts/need.sh /usr/bin/time:time
-	$(CARGO) build $(PROFILE_FLAGS) -p lockwarden -p lockwarden-bench
+	$(CARGO) build --release -p lockwarden -p lockwarden-bench
 	./target/release/lockwarden-bench
 
 # The property tests of every decoder of outside input, with a large budget
 # (make test runs them with proptest's default of 256 cases each).
 FUZZ_CASES ?= 100000
 fuzz: ## Run the decoders' property tests longer (FUZZ_CASES each, default 100000)
-	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test $(PROFILE_FLAGS) -p lockwarden --lib decoders_proptest
+	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test $(BUILD_FLAGS) -p lockwarden --lib decoders_proptest
 
 demo: build ## Run lockwarden on a built-in example
 	./scripts/demo.sh $(BIN)

@@ -5,7 +5,7 @@
 # works again. Needs restic (make setup installs it). The repository stays in
 # target/demo/ for `lockwarden watch --config examples/watch.toml`.
 set -euo pipefail
-bin=$(realpath "${1:-target/release/lockwarden}")
+bin=$(realpath "${1:-target/x86_64-unknown-linux-musl/release/lockwarden}")
 here=$(cd "$(dirname "$0")/.." && pwd)
 work="$here/target/demo"
 rm -rf "$work" && mkdir -p "$work"

@@ -5,7 +5,7 @@
 #       Writes an OCI image layout to LAYOUT (replacing it), tagged with the
 #       version BINARY reports. BINARY must be a static lockwarden (make image
 #       builds one for x86_64-unknown-linux-musl). The image holds:
-#         /usr/bin/lockwarden   BINARY
+#         /usr/bin/lockwarden   BINARY, stripped
 #         /usr/bin/restic       Debian's restic (for `lockwarden run`), with
 #                               the two glibc files it loads
 #         /usr/bin/kubectl      Debian's kubectl (for --hosts-command)
@@ -76,7 +76,8 @@ build() {
     mkdir -p "$root/usr/bin" "$root/etc/ssl/certs" "$root/tmp" "$root/state" \
         "$root/home/lockwarden" "$root/usr/share/doc/lockwarden-image"
     chmod 1777 "$root/tmp"
-    install -m 0755 "$binary" "$root/usr/bin/lockwarden"
+    # Stripped: the symbols are for debugging, not for the image.
+    install -s -m 0755 "$binary" "$root/usr/bin/lockwarden"
     install -m 0755 "$files/usr/bin/restic" "$files/usr/bin/kubectl" "$root/usr/bin/"
     # restic is linked against glibc: its loader and libc.so.6, where the
     # package puts them (and /lib64's link to the loader).

@@ -94,7 +94,7 @@ pub fn lockwarden_bin() -> PathBuf {
         .find(|bin| bin.is_file())
         .unwrap_or_else(|| {
             panic!(
-                "no lockwarden binary next to {}: build it first with `cargo build --release -p lockwarden`",
+                "no lockwarden binary next to {}: build it first with `make build`",
                 exe.display()
             )
         })
