@@ -7,6 +7,7 @@ use crate::evidence::EvidenceError;
 use crate::hold::HoldError;
 use crate::repo::location::LocationError;
 use crate::repo::{PasswordError, RepoError};
+use crate::repository_settings::SettingsRefused;
 use crate::runtime::{LoadError, PluginError};
 use crate::warden::WardenError;
 use crate::watch::WatchError;
@@ -61,6 +62,12 @@ impl Classify for PluginError {
         } else {
             ErrorKind::Failed
         }
+    }
+}
+
+impl Classify for SettingsRefused {
+    fn kind(&self) -> ErrorKind {
+        self.error.kind()
     }
 }
 
