@@ -95,7 +95,6 @@ impl Classify for WatchError {
         match self {
             WatchError::Policy { error, .. } => error.kind(),
             WatchError::Settings { error, .. } => error.kind(),
-            WatchError::Evidence { .. } => ErrorKind::Usage,
             WatchError::Metrics { .. } => ErrorKind::Failed,
         }
     }
