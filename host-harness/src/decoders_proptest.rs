@@ -13,7 +13,7 @@ use crate::repo::backend::parse_listing;
 use crate::repo::crypto::Key;
 use crate::repo::{keys, lockfile};
 use crate::request::RecordedRequest;
-use crate::watch::config::WatchConfig;
+use crate::watch::config::{Defaults, WatchConfig};
 
 fn key() -> Key {
     Key::new([1; 32], [2; 16], [3; 16])
@@ -169,7 +169,7 @@ proptest! {
         while !text.is_char_boundary(end) {
             end -= 1;
         }
-        if let Err(e) = WatchConfig::parse(&text[..end]) {
+        if let Err(e) = WatchConfig::parse(&text[..end], &Defaults::default()) {
             prop_assert!(!e.to_string().contains("SECRET-MARKER"), "{e}");
         }
     }

@@ -7,6 +7,7 @@ use crate::evidence::EvidenceError;
 use crate::hold::HoldError;
 use crate::repo::location::LocationError;
 use crate::repo::{PasswordError, RepoError};
+use crate::repository_settings::SettingsRefused;
 use crate::runtime::{LoadError, PluginError};
 use crate::warden::WardenError;
 use crate::watch::WatchError;
@@ -64,6 +65,12 @@ impl Classify for PluginError {
     }
 }
 
+impl Classify for SettingsRefused {
+    fn kind(&self) -> ErrorKind {
+        self.error.kind()
+    }
+}
+
 impl Classify for LoadError {
     fn kind(&self) -> ErrorKind {
         match self {
@@ -88,7 +95,6 @@ impl Classify for WatchError {
         match self {
             WatchError::Policy { error, .. } => error.kind(),
             WatchError::Settings { error, .. } => error.kind(),
-            WatchError::Evidence { .. } => ErrorKind::Usage,
             WatchError::Metrics { .. } => ErrorKind::Failed,
         }
     }

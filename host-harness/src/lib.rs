@@ -8,6 +8,8 @@
 //! - [`warden`]: the one job every command runs (read, gather evidence,
 //!   judge, remove what was judged stale, report); [`watch`] runs it for
 //!   many repositories on a timer, [`hold`] takes a lock of lockwarden's own;
+//!   [`repository_settings`] how one repository is reached and judged, made
+//!   once from the command line or watch.toml, and the warden made of it;
 //! - [`repo`]: restic repositories (keys, crypto, lock files) over their
 //!   backends, and what may be removed, decided for all of them;
 //! - [`runtime`]: the policy sandbox (wasmtime), its limits and the checks
@@ -38,6 +40,7 @@ pub mod oci;
 mod parallel;
 pub mod repo;
 pub mod report;
+pub mod repository_settings;
 pub mod request;
 pub mod runtime;
 pub mod stats;

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use lockwarden::repo::location::Location;
+use lockwarden::repository_settings::RepositorySettings;
 use lockwarden::textfile;
 use lockwarden::warden::{Act, Report};
 
@@ -25,9 +27,22 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: &CheckArgs) -> Outcome<ExitCode> {
-    let checked = check(&args.judge);
+    let (location, checked) = match args.judge.settings() {
+        Ok(settings) => (
+            Some(settings.location.clone()),
+            check(&args.judge, &settings),
+        ),
+        Err(e) => (None, Err(e)),
+    };
     if let Some(dir) = &args.textfile {
-        write_textfile(args, dir, checked.as_ref().ok().map(|(_, r)| r), &checked)?;
+        // A check that failed before its location was read still writes
+        // the file, when the location can be read.
+        let location = match location {
+            Some(location) => location,
+            None => args.judge.repo.location()?,
+        };
+        let report = checked.as_ref().ok().map(|(_, r)| r);
+        write_textfile(&location, dir, report, &checked)?;
     }
     let (judge, report) = checked?;
     let policy = &judge.warden.policy;
@@ -48,22 +63,22 @@ pub fn run(args: &CheckArgs) -> Outcome<ExitCode> {
     })
 }
 
-fn check(args: &JudgeArgs) -> Outcome<(Judge, Report)> {
-    let judge = args.open()?;
+fn check(args: &JudgeArgs, settings: &RepositorySettings) -> Outcome<(Judge, Report)> {
+    let judge = args.open(settings)?;
     let report = judge.run(Act::Judge)?;
     Ok((judge, report))
 }
 
-/// Writes the textfile for `report` (none: the check failed). When the
-/// check failed too, its error is the one that counts: a textfile failure
-/// is only logged.
+/// Writes the textfile of the repository at `location` for `report` (none:
+/// the check failed). When the check failed too, its error is the one that
+/// counts: a textfile failure is only logged.
 fn write_textfile<T>(
-    args: &CheckArgs,
+    location: &Location,
     dir: &std::path::Path,
     report: Option<&Report>,
     checked: &Outcome<T>,
 ) -> Outcome<()> {
-    let location = args.judge.repo.location()?.redacted();
+    let location = location.redacted();
     let now = report.map_or_else(lockwarden::time::now, |r| r.assessment.now);
     let key = textfile::key(&location);
     let content = textfile::render(&key, report, now);

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use clap::Args;
 use lockwarden::hold::{HoldError, Holder, REFRESH_INTERVAL};
+use lockwarden::repo::location::Location;
 use lockwarden::repo::lockfile::short;
 use lockwarden::stop::Stop;
 use lockwarden::text::escape;
@@ -67,17 +68,8 @@ fn refresh_interval(text: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: &HoldArgs) -> Outcome<ExitCode> {
-    // Refused before anything is opened or run.
-    let location = args.judge.repo.location()?;
-    if !location.modifies() {
-        return Err(UsageError(format!(
-            "lockwarden reads {} repositories through restic and cannot write a lock there; \
-             hold works where lockwarden removes locks (local, rest, sftp, s3, azure, gs, rclone)",
-            location.backend()
-        ))
-        .into());
-    }
-    let judge = args.judge.open()?;
+    let settings = args.judge.settings_where(lockable)?;
+    let judge = args.judge.open(&settings)?;
     let child_pid = ChildPid::default();
     let interrupted = forward_signals(child_pid.clone())?;
     let kind = if args.exclusive {
@@ -139,6 +131,20 @@ pub fn run(args: &HoldArgs) -> Outcome<ExitCode> {
     }
     tracing::info!("released the lock; the command exited with {status}");
     Ok(ExitCode::from(status))
+}
+
+/// Refuses, before anything is opened or run, a location where lockwarden
+/// cannot write a lock.
+fn lockable(location: &Location) -> Outcome<()> {
+    if location.modifies() {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "lockwarden reads {} repositories through restic and cannot write a lock there; \
+         hold works where lockwarden removes locks (local, rest, sftp, s3, azure, gs, rclone)",
+        location.backend()
+    ))
+    .into())
 }
 
 /// Runs the command while one thread refreshes the lock and another

@@ -6,9 +6,11 @@ use std::sync::Arc;
 use clap::Args;
 use jiff::SignedDuration;
 use lockwarden::contract::{Lock, Verdict};
-use lockwarden::repo::Repository;
 use lockwarden::repo::backend::Removal;
 use lockwarden::repo::backend::Variables;
+use lockwarden::repo::location::Location;
+use lockwarden::repo::{Password, Repository};
+use lockwarden::repository_settings::{EnforcedSettings, PolicyChoice, RepositorySettings};
 use lockwarden::runtime::Policy;
 use lockwarden::text::escape;
 use lockwarden::warden::{Act, Assessment, Report, Warden, WardenError};
@@ -17,10 +19,10 @@ use super::evidence_args::EvidenceArgs;
 use super::policy_args::parse_setting;
 use super::repo_args::RepoArgs;
 use super::shadow_args::ShadowArgs;
-use super::{Outcome, PolicyArgs};
+use super::{Context, Failure, Outcome, PolicyArgs};
 
 /// Options of every command that judges a repository's locks (`check`,
-/// `unlock`, `run`).
+/// `unlock`, `run`, `hold`).
 #[derive(Debug, Args)]
 pub struct JudgeArgs {
     #[command(flatten)]
@@ -36,39 +38,76 @@ pub struct JudgeArgs {
     pub shadow: ShadowArgs,
 }
 
-/// An open repository and the warden that judges it.
+/// An open repository, the warden that judges it, and the password that
+/// opened it (for the restic that `run` starts).
 pub struct Judge {
     pub repo: Repository,
     pub warden: Warden,
+    pub password: Password,
 }
 
 impl JudgeArgs {
-    /// Loads the policy, then opens the repository (so that a broken policy
-    /// fails before the slow key derivation).
-    pub fn open(&self) -> Outcome<Judge> {
-        let evidence = self.evidence.options.config(self.repo.timeout)?;
+    /// The repository's settings as these options give them, checked in
+    /// this order: the evidence options, the location, the password's
+    /// source (read only when the repository is opened).
+    pub fn settings(&self) -> Outcome<RepositorySettings> {
+        self.settings_where(|_| Ok(()))
+    }
+
+    /// [`JudgeArgs::settings`], where `usable` may refuse the location
+    /// before the password's source is looked at (`hold`: a backend it
+    /// cannot lock).
+    pub fn settings_where(
+        &self,
+        usable: impl FnOnce(&Location) -> Outcome<()>,
+    ) -> Outcome<RepositorySettings> {
+        let timeout = self.repo.timeout;
+        let evidence = self.evidence.options.config(timeout.get())?;
         let location = self.repo.location()?;
-        let password = self.repo.password()?;
-        let (runtime, policy) = self.policy.load()?;
-        let shadow = self
-            .shadow
-            .load(&runtime, &self.policy, &location.redacted())?;
-        let repo = Repository::open(
+        usable(&location)?;
+        Ok(RepositorySettings {
             location,
-            &password,
-            self.repo.timeout,
-            &Variables::default(),
-        )?;
-        let warden = Warden {
-            runtime: Arc::new(runtime),
-            policy: Arc::new(policy),
+            password: self.repo.password_source()?,
+            variables: Variables::default(),
+            timeout,
             evidence,
-            settings: self.settings.clone(),
-            first_seen: self.evidence.first_seen(),
-            children: None,
-            shadow,
-        };
-        Ok(Judge { repo, warden })
+            policy: PolicyChoice {
+                source: self.policy.source(),
+                settings: self.settings.clone(),
+            },
+            shadow: self.shadow.choice(),
+        })
+    }
+
+    /// Reads the password, loads the policies and makes the warden (a
+    /// shadow setting the shadow refuses is a usage error here), then opens
+    /// the repository: a broken policy fails before the slow key
+    /// derivation.
+    pub fn open(&self, settings: &RepositorySettings) -> Outcome<Judge> {
+        let password = settings.password()?;
+        let runtime = Arc::new(self.policy.runtime()?);
+        let registry = self.policy.registry();
+        let policies = settings.load_policies(runtime, |runtime, source, shadow| {
+            let policy = runtime.load_from(source, &registry);
+            let policy = if shadow {
+                policy.context("shadow policy")?
+            } else {
+                policy?
+            };
+            Ok::<_, Failure>(Arc::new(policy))
+        })?;
+        let warden = settings.warden(
+            policies,
+            self.evidence.first_seen(),
+            &settings.location.redacted(),
+            EnforcedSettings::AtFirstJudgement,
+        )?;
+        let repo = settings.open(&password)?;
+        Ok(Judge {
+            repo,
+            warden,
+            password,
+        })
     }
 }
 
@@ -297,4 +336,71 @@ pub use lockwarden::repo::lockfile::short;
 
 fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
     if n == 1 { one } else { many }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser;
+    use lockwarden::repo::PasswordSource;
+    use lockwarden::runtime::PolicySource;
+
+    use super::*;
+
+    /// The judging options alone, as `check` takes them.
+    #[derive(Debug, Parser)]
+    struct Options {
+        #[command(flatten)]
+        judge: JudgeArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
+        Options::try_parse_from(std::iter::once("lockwarden").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn a_zero_timeout_is_refused_by_the_parser() {
+        for zero in ["0", "0s", "0ms"] {
+            let err = parse(&["-r", "/r", "--timeout", zero]).expect_err(zero);
+            assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+            assert!(err.to_string().contains("must be more than zero"), "{err}");
+        }
+        let options = parse(&["-r", "/r", "--timeout", "1ms"]).expect("above zero");
+        assert_eq!(options.judge.repo.timeout.get(), Duration::from_millis(1));
+        let options = parse(&["-r", "/r"]).expect("the default");
+        assert_eq!(options.judge.repo.timeout.get(), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn the_options_make_the_settings_once() {
+        let options = parse(&[
+            "-r",
+            "/r",
+            "--password-command",
+            "exit 1",
+            "--timeout",
+            "5s",
+            "--set",
+            "stale-after=1h",
+            "--shadow-policy",
+            "/next.wasm",
+        ])
+        .expect("valid");
+        let settings = options.judge.settings().expect("settings");
+        assert_eq!(settings.location.as_given(), "/r");
+        // Chosen now, run when the repository is opened.
+        assert!(matches!(&settings.password, PasswordSource::Command(c) if c == "exit 1"));
+        assert_eq!(settings.evidence.timeout, Duration::from_secs(5));
+        assert_eq!(settings.policy.source, PolicySource::Builtin);
+        assert_eq!(
+            settings.policy.settings,
+            vec![("stale-after".to_owned(), "1h".to_owned())]
+        );
+        let shadow = settings.shadow.map(|s| s.source);
+        assert_eq!(shadow, Some(PolicySource::File("/next.wasm".into())));
+        let two = parse(&["-r", "/r", "--password-command", "x", "-p", "/pw"]).expect("parses");
+        let err = two.judge.settings().expect_err("two sources").to_string();
+        assert!(err.contains("mutually exclusive"), "{err}");
+    }
 }

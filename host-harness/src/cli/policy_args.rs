@@ -41,9 +41,13 @@ impl PolicyArgs {
     /// Starts a runtime and loads the chosen policy.
     pub fn load(&self) -> Outcome<(Runtime, Policy)> {
         let runtime = self.runtime()?;
-        let source = self.policy.clone().unwrap_or(PolicySource::Builtin);
-        let policy = runtime.load_from(&source, &self.registry())?;
+        let policy = runtime.load_from(&self.source(), &self.registry())?;
         Ok((runtime, policy))
+    }
+
+    /// The chosen policy: `--policy`, else the built-in one.
+    pub fn source(&self) -> PolicySource {
+        self.policy.clone().unwrap_or(PolicySource::Builtin)
     }
 
     /// The cache directory, unless caching is off.

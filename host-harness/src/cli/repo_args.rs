@@ -1,13 +1,13 @@
 //! Repository and password options, taken the way restic takes them.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
 use lockwarden::files::read_regular_file;
 use lockwarden::limits;
 use lockwarden::repo::location::Location;
 use lockwarden::repo::{Password, PasswordSource};
+use lockwarden::repository_settings::Timeout;
 
 use super::{Failure, Outcome, UsageError};
 
@@ -41,17 +41,8 @@ pub struct RepoArgs {
     password_command: Option<String>,
     /// How long any one external command (password or hosts command, restic
     /// for backends read through it) or network request may take.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = positive_duration)]
-    pub timeout: Duration,
-}
-
-/// A duration above zero (a zero `--timeout` would fail every request).
-fn positive_duration(text: &str) -> Result<Duration, String> {
-    let duration = super::parse_duration(text)?;
-    if duration.is_zero() {
-        return Err("must be more than zero".into());
-    }
-    Ok(duration)
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub timeout: Timeout,
 }
 
 fn set<T: AsRef<std::ffi::OsStr>>(value: &Option<T>) -> Option<&T> {
@@ -64,8 +55,8 @@ impl RepoArgs {
         Ok(Location::parse(&self.location_text()?)?)
     }
 
-    /// The repository location as given, for passing on to restic.
-    pub fn location_text(&self) -> Outcome<String> {
+    /// The repository location as given.
+    fn location_text(&self) -> Outcome<String> {
         let text = match (set(&self.repo), set(&self.repository_file)) {
             (Some(_), Some(_)) => {
                 return Err(UsageError(
@@ -105,9 +96,9 @@ impl RepoArgs {
         Ok(text)
     }
 
-    /// The password, in restic's order: the command, else the file, else
-    /// RESTIC_PASSWORD. lockwarden never prompts.
-    pub fn password(&self) -> Outcome<Password> {
+    /// Where the password comes from, in restic's order: the command, else
+    /// the file, else RESTIC_PASSWORD. lockwarden never prompts.
+    pub fn password_source(&self) -> Outcome<PasswordSource> {
         let source = match (set(&self.password_command), set(&self.password_file)) {
             (Some(_), Some(_)) => {
                 return Err(UsageError(
@@ -130,6 +121,6 @@ impl RepoArgs {
                 }
             },
         };
-        Ok(source.resolve(self.timeout)?)
+        Ok(source)
     }
 }

@@ -34,10 +34,9 @@ pub struct RunArgs {
 }
 
 pub fn run(args: &RunArgs) -> Outcome<ExitCode> {
-    let repository = args.judge.repo.location_text()?;
-    let password = args.judge.repo.password()?;
+    let settings = args.judge.settings()?;
     let children = OwnChildren::default();
-    let mut judge = args.judge.open()?;
+    let mut judge = args.judge.open(&settings)?;
     judge.warden.children = Some(children.clone());
     let child_pid = ChildPid::default();
     let interrupted = forward_signals(child_pid.clone())?;
@@ -50,7 +49,8 @@ pub fn run(args: &RunArgs) -> Outcome<ExitCode> {
         }
         let mut command = Command::new(&args.command[0]);
         command.args(&args.command[1..]);
-        lockwarden::repo::restic_env(&mut command, &repository, &password);
+        let repository = settings.location.as_given();
+        lockwarden::repo::restic_env(&mut command, repository, &judge.password);
         let (code, locked) = run_once(command, &children, &child_pid, &interrupted)?;
         if code == 0 || !locked || interrupted.stop.is_stopped() {
             return Ok(ExitCode::from(code));

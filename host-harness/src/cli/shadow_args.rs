@@ -2,14 +2,11 @@
 //! same locks with the same evidence answers, never acts, and has every
 //! disagreement with the enforced policy reported.
 
-use std::sync::Arc;
-
 use clap::Args;
-use lockwarden::runtime::{PolicySource, Runtime};
-use lockwarden::warden::Shadow;
+use lockwarden::repository_settings::PolicyChoice;
+use lockwarden::runtime::PolicySource;
 
 use super::policy_args::parse_setting;
-use super::{Context, Outcome, PolicyArgs};
 
 /// Options naming a shadow policy and its settings.
 #[derive(Debug, Args)]
@@ -31,29 +28,13 @@ pub struct ShadowArgs {
 }
 
 impl ShadowArgs {
-    /// Loads the shadow policy, if one is named, through `runtime` and the
-    /// registry `policy` configures, and checks its settings now: a setting
-    /// it refuses is a usage error before anything is judged
-    /// ([`Shadow::checked`]).
-    pub fn load(
-        &self,
-        runtime: &Runtime,
-        policy: &PolicyArgs,
-        repository: &str,
-    ) -> Outcome<Option<Shadow>> {
-        let Some(source) = &self.shadow_policy else {
-            return Ok(None);
-        };
-        let shadow = runtime
-            .load_from(source, &policy.registry())
-            .context("shadow policy")?;
-        let shadow = Shadow::checked(
-            runtime,
-            Arc::new(shadow),
-            self.shadow_settings.clone(),
-            repository,
-        )
-        .context("shadow policy")?;
-        Ok(Some(shadow))
+    /// The shadow policy and its settings, if one is named (its settings
+    /// are checked when the warden is made,
+    /// [`lockwarden::repository_settings::RepositorySettings::warden`]).
+    pub fn choice(&self) -> Option<PolicyChoice> {
+        self.shadow_policy.clone().map(|source| PolicyChoice {
+            source,
+            settings: self.shadow_settings.clone(),
+        })
     }
 }

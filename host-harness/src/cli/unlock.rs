@@ -27,7 +27,7 @@ pub struct UnlockArgs {
 }
 
 pub fn run(args: &UnlockArgs) -> Outcome<ExitCode> {
-    let judge = args.judge.open()?;
+    let judge = args.judge.open(&args.judge.settings()?)?;
     let act = if args.dry_run {
         Act::Judge
     } else {

@@ -6,16 +6,17 @@ use std::sync::Arc;
 
 use clap::Args;
 use lockwarden::first_seen::FirstSeenStore;
+use lockwarden::repository_settings::Timeout;
 use lockwarden::runtime::PolicySource;
 use lockwarden::stop::Stop;
-use lockwarden::watch::config::WatchConfig;
+use lockwarden::watch::config::{Defaults, WatchConfig};
 use lockwarden::watch::metrics::Metrics;
 use lockwarden::watch::{Shared, serve_metrics, start};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use super::evidence_args::EvidenceArgs;
-use super::{Failure, Outcome, PolicyArgs, UsageError};
+use super::{Failure, Outcome, PolicyArgs};
 
 /// How long `watch` waits for its checks to finish after SIGTERM.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -41,26 +42,15 @@ pub struct WatchArgs {
 }
 
 pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
-    let evidence = args.evidence.options.clone();
-    // Checked now even if every repository has its own.
-    evidence.config(lockwarden::command::DEFAULT_TIMEOUT)?;
-    let mut config = WatchConfig::load(&args.config)?;
-    // --policy (--shadow-policy) is the policy (shadow) of every repository
-    // that names none.
-    for repo in &mut config.repositories {
-        repo.policy = repo.policy.take().or_else(|| args.policy.policy.clone());
-        repo.shadow_policy = repo
-            .shadow_policy
-            .take()
-            .or_else(|| args.shadow_policy.clone());
-        if repo.shadow_policy.is_none() && !repo.shadow_settings.is_empty() {
-            return Err(UsageError(format!(
-                "repository `{}`: shadow_settings without a shadow policy (shadow_policy or --shadow-policy)",
-                lockwarden::text::escape(&repo.name)
-            ))
-            .into());
-        }
-    }
+    // The evidence options, --policy and --shadow-policy of every repository
+    // that names none of its own; the evidence options are checked now even
+    // if every repository has its own.
+    let defaults = Defaults {
+        evidence: args.evidence.options.config(Timeout::DEFAULT.get())?,
+        policy: args.policy.policy.clone(),
+        shadow_policy: args.shadow_policy.clone(),
+    };
+    let config = WatchConfig::load(&args.config, &defaults)?;
     let state_dir = args
         .evidence
         .state_dir
@@ -74,7 +64,6 @@ pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
     let metrics = Arc::new(Metrics::new());
     let shared = Arc::new(Shared {
         runtime: Arc::new(args.policy.runtime()?),
-        evidence,
         first_seen: FirstSeenStore::new(state_dir),
         metrics: metrics.clone(),
         stop: stop.clone(),

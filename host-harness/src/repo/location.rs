@@ -17,6 +17,7 @@ use super::backend::{Backend, BackendError, Scheme, Target, Variables, scheme_of
 pub struct Location {
     scheme: &'static Scheme,
     text: String,
+    given: String,
 }
 
 impl PartialEq for Location {
@@ -37,6 +38,7 @@ impl Location {
     /// Parses a repository string as restic does: a known `scheme:` prefix,
     /// else a local path.
     pub fn parse(text: &str) -> Result<Location, LocationError> {
+        let given = text.to_owned();
         let text = text.trim();
         if text.is_empty() {
             return Err(LocationError::Empty);
@@ -45,7 +47,15 @@ impl Location {
         Ok(Location {
             scheme,
             text: (scheme.parse)(text)?,
+            given,
         })
+    }
+
+    /// The location exactly as it was given: what a restic that lockwarden
+    /// starts is handed (`run`), and what a notification must never show.
+    /// It may hold credentials: never print it.
+    pub fn as_given(&self) -> &str {
+        &self.given
     }
 
     /// The backend's name, as the contract's `repository.backend` has it.

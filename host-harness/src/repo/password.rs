@@ -51,16 +51,21 @@ pub fn restic_env(restic: &mut std::process::Command, repository: &str, password
         .env_remove("RESTIC_PASSWORD_COMMAND");
 }
 
-/// Where a password comes from. The command line and `watch` both resolve
-/// it here; which source wins when several are given is the caller's
-/// (restic's order: command, then file, then `RESTIC_PASSWORD`).
+/// Where a password comes from: one source, chosen when a repository's
+/// settings are made (the command line in restic's order: command, then
+/// file, then `RESTIC_PASSWORD`; a watched repository names exactly one),
+/// and read only when the repository is opened ([`PasswordSource::resolve`]).
 #[derive(Debug, Clone)]
 pub enum PasswordSource {
-    /// A shell command printing it (`--password-command`).
+    /// A shell command printing it (`--password-command`,
+    /// `password_command`).
     Command(String),
-    /// A file holding it (`--password-file`).
+    /// A file holding it (`--password-file`, `password_file`).
     File(PathBuf),
-    /// The value itself (from `RESTIC_PASSWORD` or a named variable).
+    /// An environment variable holding it, read when resolved
+    /// (`password_env`); unset, it is empty.
+    Variable(String),
+    /// The value itself (from `RESTIC_PASSWORD`).
     Value(Password),
 }
 
@@ -85,8 +90,8 @@ pub enum PasswordError {
 
 impl PasswordSource {
     /// Reads the password now: a file within [`limits::PASSWORD`] bytes (a
-    /// regular file only), a command within `timeout`, trimmed of surrounding
-    /// whitespace as restic does.
+    /// regular file only), a command within `timeout`, a variable as it is
+    /// set now; trimmed of surrounding whitespace as restic does.
     pub fn resolve(&self, timeout: Duration) -> Result<Password, PasswordError> {
         let bytes = match self {
             PasswordSource::File(path) => {
@@ -107,6 +112,9 @@ impl PasswordSource {
                 }
                 output.stdout
             }
+            PasswordSource::Variable(name) => std::env::var_os(name)
+                .map(std::ffi::OsString::into_encoded_bytes)
+                .unwrap_or_default(),
             PasswordSource::Value(password) => password.0.clone(),
         };
         let trimmed = bytes.trim_ascii();

@@ -45,12 +45,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::evidence::{EvidenceError, EvidenceOptions};
+use crate::evidence::{EvidenceConfig, EvidenceError, EvidenceOptions};
 use crate::files::{ReadError, read_regular_file};
 use crate::limits;
+use crate::repo::PasswordSource;
 use crate::repo::backend::Variables;
 use crate::repo::location::{Location, LocationError};
-use crate::repo::{Password, PasswordError, PasswordSource};
+use crate::repository_settings::{PolicyChoice, RepositorySettings, Timeout};
 use crate::runtime::PolicySource;
 use crate::text::escape;
 use crate::time::parse_duration;
@@ -125,25 +126,53 @@ pub enum RepositoryProblem {
     /// Its variable prefix is not one.
     #[error("env_prefix must be upper-case letters, digits and `_` (like `OFFSITE_`)")]
     EnvPrefix,
+    /// Shadow settings, but no shadow policy to take them.
+    #[error("shadow_settings without a shadow policy (shadow_policy or --shadow-policy)")]
+    ShadowSettings,
 }
 
 /// The shortest interval: a check more often than this only burns CPU (and,
 /// on object storage, money).
 pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 
-/// The whole file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// What the command line gives every repository that names none of its own:
+/// `--policy`, `--shadow-policy` and the evidence options.
+#[derive(Debug, Clone, Default)]
+pub struct Defaults {
+    /// The evidence of a repository without an `evidence` table, configured
+    /// once; each such repository takes it with its own timeout.
+    pub evidence: EvidenceConfig,
+    /// The policy of a repository that names none (else the built-in one).
+    pub policy: Option<PolicySource>,
+    /// The shadow policy of a repository that names none.
+    pub shadow_policy: Option<PolicySource>,
+}
+
+/// The whole file, checked and typed.
+#[derive(Debug)]
 pub struct WatchConfig {
     /// Where to serve /metrics, if anywhere.
     pub metrics_addr: Option<String>,
     /// Where first-seen times are kept.
     pub state_dir: Option<PathBuf>,
-    /// Notifications for every repository without a `notify` of its own.
-    pub notify: Option<NotifyConfig>,
     /// The repositories to watch.
-    #[serde(rename = "repository", default)]
-    pub repositories: Vec<RepositoryConfig>,
+    pub repositories: Vec<WatchedRepository>,
+}
+
+/// One watched repository, made once at load.
+#[derive(Debug)]
+pub struct WatchedRepository {
+    /// A name for logs and metric labels; never a secret.
+    pub name: String,
+    /// How it is reached and judged.
+    pub settings: RepositorySettings,
+    /// How often to check (at least [`MIN_INTERVAL`]).
+    pub interval: Duration,
+    /// Unlock or report.
+    pub mode: Mode,
+    /// The notification settings in effect: its own `notify`, else the
+    /// global `[notify]`, else none (events are only logged).
+    pub notify: NotifySettings,
 }
 
 /// What `watch` does about stale locks.
@@ -156,54 +185,46 @@ pub enum Mode {
     Report,
 }
 
-/// One watched repository.
+/// The file as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RepositoryConfig {
-    /// A name for logs and metric labels.
-    pub name: String,
+struct WatchFile {
+    metrics_addr: Option<String>,
+    state_dir: Option<PathBuf>,
+    /// Notifications for every repository without a `notify` of its own.
+    notify: Option<NotifyConfig>,
+    #[serde(rename = "repository", default)]
+    repositories: Vec<RepositoryEntry>,
+}
+
+/// One `[[repository]]` as written (the keys are in the module's example).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RepositoryEntry {
+    name: String,
     /// The location, as restic's `-r`.
-    pub repository: String,
-    /// A file holding the password.
-    pub password_file: Option<PathBuf>,
-    /// A shell command printing the password.
-    pub password_command: Option<String>,
-    /// An environment variable holding the password.
-    pub password_env: Option<String>,
-    /// A prefix for the storage's variables: with `OFFSITE_`, this
-    /// repository's S3 credentials are `OFFSITE_AWS_ACCESS_KEY_ID` and so on.
+    repository: String,
+    password_file: Option<PathBuf>,
+    password_command: Option<String>,
+    /// The name of an environment variable holding the password.
+    password_env: Option<String>,
     #[serde(default)]
-    pub env_prefix: String,
-    /// How often to check (default 5m, at least [`MIN_INTERVAL`]).
+    env_prefix: String,
     #[serde(default = "default_interval", deserialize_with = "duration")]
-    pub interval: Duration,
-    /// How long one external command or network request may take (default
-    /// [`crate::command::DEFAULT_TIMEOUT`]; more than zero).
+    interval: Duration,
+    /// Checked at conversion ([`Timeout::new`]).
     #[serde(default = "default_timeout", deserialize_with = "duration")]
-    pub timeout: Duration,
-    /// Unlock or report.
+    timeout: Duration,
     #[serde(default = "default_mode")]
-    pub mode: Mode,
-    /// A policy to use instead of the built-in one: a component file or an
-    /// `oci://` reference.
-    pub policy: Option<PolicySource>,
-    /// Settings for the policy.
+    mode: Mode,
+    policy: Option<PolicySource>,
     #[serde(default)]
-    pub settings: BTreeMap<String, String>,
-    /// A shadow policy: judges the same locks with the same evidence
-    /// answers, never acts; its disagreements are logged and counted.
-    pub shadow_policy: Option<PolicySource>,
-    /// Settings for the shadow policy.
+    settings: BTreeMap<String, String>,
+    shadow_policy: Option<PolicySource>,
     #[serde(default)]
-    pub shadow_settings: BTreeMap<String, String>,
-    /// Evidence options for this repository (else the command line's).
-    pub evidence: Option<EvidenceOptions>,
-    /// Notifications for this repository, replacing the global `[notify]`.
-    pub notify: Option<NotifyConfig>,
-    /// The notification settings in effect: `notify`, else the global
-    /// `[notify]`, else none (events are only logged); made at load.
-    #[serde(skip)]
-    pub notify_settings: NotifySettings,
+    shadow_settings: BTreeMap<String, String>,
+    evidence: Option<EvidenceOptions>,
+    notify: Option<NotifyConfig>,
 }
 
 fn default_interval() -> Duration {
@@ -211,7 +232,7 @@ fn default_interval() -> Duration {
 }
 
 fn default_timeout() -> Duration {
-    crate::command::DEFAULT_TIMEOUT
+    Timeout::DEFAULT.get()
 }
 
 /// A duration as Go writes one (`90s`, `1.5m`), read once, at load.
@@ -225,8 +246,8 @@ fn default_mode() -> Mode {
 }
 
 impl WatchConfig {
-    /// Reads and checks the file.
-    pub fn load(path: &Path) -> Result<WatchConfig, ConfigError> {
+    /// Reads, checks and types the file; `defaults` are the command line's.
+    pub fn load(path: &Path, defaults: &Defaults) -> Result<WatchConfig, ConfigError> {
         let fail = |problem| ConfigError {
             file: path.display().to_string(),
             problem,
@@ -234,12 +255,13 @@ impl WatchConfig {
         let bytes = read_regular_file(path, limits::WATCH_CONFIG)
             .map_err(|e| fail(ConfigProblem::Read(e)))?;
         let text = String::from_utf8(bytes).map_err(|_| fail(ConfigProblem::NotText))?;
-        WatchConfig::parse(&text).map_err(fail)
+        WatchConfig::parse(&text, defaults).map_err(fail)
     }
 
-    /// Parses and checks a configuration.
-    pub fn parse(text: &str) -> Result<WatchConfig, ConfigProblem> {
-        let mut config: WatchConfig = toml::from_str(text).map_err(|e| {
+    /// Parses, checks and types a configuration; `defaults` are the command
+    /// line's.
+    pub fn parse(text: &str, defaults: &Defaults) -> Result<WatchConfig, ConfigProblem> {
+        let file: WatchFile = toml::from_str(text).map_err(|e| {
             let line = e
                 .span()
                 .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
@@ -249,33 +271,43 @@ impl WatchConfig {
                 message: escape(e.message().trim()).into_owned(),
             }
         })?;
-        if config.repositories.is_empty() {
+        if file.repositories.is_empty() {
             return Err(ConfigProblem::NoRepository);
         }
-        let global = match &config.notify {
+        let global = match &file.notify {
             Some(notify) => Some(notify.settings().map_err(ConfigProblem::Notify)?),
             None => None,
         };
         let mut names = std::collections::BTreeSet::new();
-        for repo in &mut config.repositories {
+        let mut repositories = Vec::with_capacity(file.repositories.len());
+        for entry in &file.repositories {
             let at = |problem: RepositoryProblem| ConfigProblem::Repository {
-                name: repo.name.clone(),
+                name: entry.name.clone(),
                 problem,
             };
-            if !names.insert(repo.name.clone()) {
+            if !names.insert(entry.name.clone()) {
                 return Err(at(RepositoryProblem::DuplicateName));
             }
-            repo.notify_settings = repo.check(global.as_ref()).map_err(at)?;
+            repositories.push(entry.convert(global.as_ref(), defaults).map_err(at)?);
         }
-        Ok(config)
+        Ok(WatchConfig {
+            metrics_addr: file.metrics_addr,
+            state_dir: file.state_dir,
+            repositories,
+        })
     }
 }
 
-impl RepositoryConfig {
-    /// Everything about this entry that can be checked without acting;
-    /// returns its notification settings (its own, else `global`'s).
-    fn check(&self, global: Option<&NotifySettings>) -> Result<NotifySettings, RepositoryProblem> {
-        self.location()?;
+impl RepositoryEntry {
+    /// This entry, checked and typed, with `defaults` where it names
+    /// nothing of its own; its notifications are its own `notify`, else
+    /// `global`'s.
+    fn convert(
+        &self,
+        global: Option<&NotifySettings>,
+        defaults: &Defaults,
+    ) -> Result<WatchedRepository, RepositoryProblem> {
+        let location = Location::parse(&self.repository)?;
         if self.interval < MIN_INTERVAL {
             return Err(RepositoryProblem::Duration(format!(
                 "interval {:?} is shorter than the minimum of {}s",
@@ -283,59 +315,82 @@ impl RepositoryConfig {
                 MIN_INTERVAL.as_secs()
             )));
         }
-        if self.timeout.is_zero() {
-            return Err(RepositoryProblem::Duration(
-                "timeout must be more than zero".into(),
-            ));
-        }
-        let sources = [
-            self.password_file.is_some(),
-            self.password_command.is_some(),
-            self.password_env.is_some(),
-        ];
-        if sources.iter().filter(|s| **s).count() != 1 {
-            return Err(RepositoryProblem::Password);
-        }
-        if let Some(evidence) = &self.evidence {
-            evidence.config(self.timeout)?;
-        }
+        let timeout = Timeout::new(self.timeout)
+            .map_err(|e| RepositoryProblem::Duration(format!("timeout {e}")))?;
+        let password = self.password_source()?;
+        let evidence = match &self.evidence {
+            Some(options) => options.config(timeout.get())?,
+            None => EvidenceConfig {
+                timeout: timeout.get(),
+                ..defaults.evidence.clone()
+            },
+        };
         let variable_char = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
         if !self.env_prefix.chars().all(variable_char) {
             return Err(RepositoryProblem::EnvPrefix);
         }
-        match &self.notify {
-            Some(notify) => notify.settings().map_err(RepositoryProblem::Notify),
-            None => Ok(global.cloned().unwrap_or_default()),
-        }
+        let notify = match &self.notify {
+            Some(notify) => notify.settings().map_err(RepositoryProblem::Notify)?,
+            None => global.cloned().unwrap_or_default(),
+        };
+        let (policy, shadow) = self.policies(defaults)?;
+        Ok(WatchedRepository {
+            name: self.name.clone(),
+            settings: RepositorySettings {
+                location,
+                password,
+                variables: Variables::prefixed(&self.env_prefix),
+                timeout,
+                evidence,
+                policy,
+                shadow,
+            },
+            interval: self.interval,
+            mode: self.mode,
+            notify,
+        })
     }
 
-    /// The repository's location.
-    pub fn location(&self) -> Result<Location, LocationError> {
-        Location::parse(&self.repository)
-    }
-
-    /// Where this repository's storage variables are read.
-    pub fn variables(&self) -> Variables {
-        Variables::prefixed(&self.env_prefix)
-    }
-
-    /// Resolves the password now.
-    pub fn password(&self) -> Result<Password, PasswordError> {
-        let source = match (
+    /// The one password source the entry names (read when the repository
+    /// is opened, not now).
+    fn password_source(&self) -> Result<PasswordSource, RepositoryProblem> {
+        match (
             &self.password_file,
             &self.password_command,
             &self.password_env,
         ) {
-            (Some(file), _, _) => PasswordSource::File(file.clone()),
-            (None, Some(command), _) => PasswordSource::Command(command.clone()),
-            (None, None, Some(var)) => PasswordSource::Value(Password::new(
-                std::env::var_os(var)
-                    .map(|v| v.into_encoded_bytes())
-                    .unwrap_or_default(),
-            )),
-            (None, None, None) => PasswordSource::Value(Password::new(Vec::new())),
+            (Some(file), None, None) => Ok(PasswordSource::File(file.clone())),
+            (None, Some(command), None) => Ok(PasswordSource::Command(command.clone())),
+            (None, None, Some(name)) => Ok(PasswordSource::Variable(name.clone())),
+            _ => Err(RepositoryProblem::Password),
+        }
+    }
+
+    /// The enforced policy and the shadow, if any, each its own or the
+    /// command line's.
+    fn policies(
+        &self,
+        defaults: &Defaults,
+    ) -> Result<(PolicyChoice, Option<PolicyChoice>), RepositoryProblem> {
+        let choice = |source, settings: &BTreeMap<String, String>| PolicyChoice {
+            source,
+            settings: settings.clone().into_iter().collect(),
         };
-        source.resolve(self.timeout)
+        let source = self.policy.as_ref().or(defaults.policy.as_ref());
+        let policy = choice(
+            source.cloned().unwrap_or(PolicySource::Builtin),
+            &self.settings,
+        );
+        let shadow = match self
+            .shadow_policy
+            .as_ref()
+            .or(defaults.shadow_policy.as_ref())
+        {
+            Some(source) => Some(choice(source.clone(), &self.shadow_settings)),
+            None if self.shadow_settings.is_empty() => None,
+            None => return Err(RepositoryProblem::ShadowSettings),
+        };
+        Ok((policy, shadow))
     }
 }
 
@@ -343,59 +398,154 @@ impl RepositoryConfig {
 mod tests {
     use super::*;
 
+    fn parse(text: &str) -> Result<WatchConfig, ConfigProblem> {
+        WatchConfig::parse(text, &Defaults::default())
+    }
+
+    /// One `[[repository]]` named `a` at `/r`, with `extra` lines.
+    fn entry(extra: &str) -> String {
+        format!("[[repository]]\nname = \"a\"\nrepository = \"/r\"\n{extra}\n")
+    }
+
     #[test]
     fn syntax_errors_never_quote_the_file() {
         let text = "[[repository]]\nname = \"a\"\npassword_command = \"echo MARKER-SECRET\nrepository = \"/r\"\n";
-        let err = WatchConfig::parse(text).expect_err("unterminated string");
+        let err = parse(text).expect_err("unterminated string");
         let err = err.to_string();
         assert!(!err.contains("MARKER"), "{err}");
         assert!(err.contains("line 3"), "{err}");
     }
 
     #[test]
+    fn each_entry_is_typed_once_at_load() {
+        let config = parse(&entry("password_env = \"X\"\ntimeout = \"90s\"")).expect("valid");
+        let settings = &config.repositories[0].settings;
+        assert_eq!(settings.location, Location::parse("/r").expect("a path"));
+        assert_eq!(settings.timeout.get(), Duration::from_secs(90));
+        assert_eq!(settings.evidence.timeout, Duration::from_secs(90));
+        assert_eq!(settings.policy.source, PolicySource::Builtin);
+        assert!(settings.shadow.is_none());
+        // The variable is named now and read when the repository is opened.
+        assert!(matches!(&settings.password, PasswordSource::Variable(v) if v == "X"));
+        let command = parse(&entry("password_command = \"exit 1\"")).expect("not run at load");
+        assert!(matches!(
+            &command.repositories[0].settings.password,
+            PasswordSource::Command(c) if c == "exit 1"
+        ));
+        for (bad, says) in [
+            (
+                "password_env = \"X\"\npassword_file = \"/pw\"",
+                "repository `a`: give exactly one of password_file, password_command, password_env",
+            ),
+            (
+                "",
+                "repository `a`: give exactly one of password_file, password_command, password_env",
+            ),
+            (
+                "password_env = \"X\"\ntimeout = \"0s\"",
+                "repository `a`: timeout must be more than zero",
+            ),
+            (
+                "password_env = \"X\"\ntimeout = \"0\"",
+                "repository `a`: timeout must be more than zero",
+            ),
+        ] {
+            let err = parse(&entry(bad)).expect_err(bad).to_string();
+            assert_eq!(err, format!(", {says}"), "{bad}");
+        }
+        let bad = entry("password_env = \"X\"").replace("\"/r\"", "\"rest:ftp://u:SECRET@h/\"");
+        let err = parse(&bad).expect_err("a bad location").to_string();
+        assert!(err.starts_with(", repository `a`: "), "{err}");
+        assert!(!err.contains("SECRET"), "{err}");
+        let err = parse(&entry("password_env = \"X\"").replace("\"/r\"", "\" \""))
+            .expect_err("empty")
+            .to_string();
+        assert_eq!(err, ", repository `a`: the repository location is empty");
+    }
+
+    #[test]
     fn evidence_options_per_repository_are_checked_at_load() {
         let repo = |evidence: &str| {
-            format!(
-                "[[repository]]\nname = \"a\"\nrepository = \"/r\"\npassword_env = \"X\"\nevidence = {{ {evidence} }}\n"
-            )
+            entry(&format!(
+                "password_env = \"X\"\nevidence = {{ {evidence} }}"
+            ))
         };
-        let config = WatchConfig::parse(&repo(
+        let config = parse(&repo(
             "hosts_command = \"kubectl get pods -o json\", inventory_hosts = \"^velero-\"",
         ))
         .expect("valid");
-        let evidence = config.repositories[0].evidence.as_ref().expect("set");
-        assert_eq!(evidence.inventory_hosts.as_deref(), Some("^velero-"));
+        let evidence = &config.repositories[0].settings.evidence;
+        let hosts = evidence.inventory.as_ref().map(|(_, hosts)| hosts.as_str());
+        assert_eq!(hosts, Some("^velero-"));
         for (bad, says) in [
             ("hosts_file = \"/h.json\"", "inventory-hosts"),
             ("inventory_hosts = \"(\"", "inventory-hosts"),
             ("hosts_cmd = \"x\"", "unknown field"),
         ] {
-            let err = WatchConfig::parse(&repo(bad)).expect_err(bad).to_string();
+            let err = parse(&repo(bad)).expect_err(bad).to_string();
             assert!(err.contains(says), "{bad}: {err}");
         }
     }
 
     #[test]
+    fn the_command_line_fills_in_what_an_entry_does_not_name() {
+        let defaults = Defaults {
+            evidence: EvidenceConfig {
+                trust_local_pids: true,
+                ..EvidenceConfig::default()
+            },
+            policy: Some(PolicySource::File("/cli.wasm".into())),
+            shadow_policy: Some(PolicySource::File("/cli-next.wasm".into())),
+        };
+        let text = format!(
+            "{}{}",
+            entry("password_env = \"X\"\ntimeout = \"5s\""),
+            entry("password_env = \"X\"\npolicy = \"/own.wasm\"\nevidence = {}")
+                .replace("\"a\"", "\"b\"")
+        );
+        let config = WatchConfig::parse(&text, &defaults).expect("valid");
+        let [a, b] = [0, 1].map(|i| &config.repositories[i].settings);
+        assert!(a.evidence.trust_local_pids);
+        assert_eq!(
+            a.evidence.timeout,
+            Duration::from_secs(5),
+            "its own timeout"
+        );
+        assert_eq!(a.policy.source, PolicySource::File("/cli.wasm".into()));
+        assert!(!b.evidence.trust_local_pids, "its own evidence table");
+        assert_eq!(b.policy.source, PolicySource::File("/own.wasm".into()));
+        for settings in [a, b] {
+            let shadow = settings.shadow.as_ref().map(|s| &s.source);
+            assert_eq!(shadow, Some(&PolicySource::File("/cli-next.wasm".into())));
+        }
+        let orphan = entry("password_env = \"X\"\nshadow_settings = { stale-after = \"1h\" }");
+        assert!(WatchConfig::parse(&orphan, &defaults).is_ok());
+        let err = parse(&orphan).expect_err("no shadow policy").to_string();
+        assert_eq!(
+            err,
+            ", repository `a`: shadow_settings without a shadow policy (shadow_policy or --shadow-policy)"
+        );
+    }
+
+    #[test]
     fn a_shadow_policy_and_its_settings_are_per_repository() {
-        let text = "[[repository]]\nname = \"a\"\nrepository = \"/r\"\npassword_env = \"X\"\n\
-            settings = { stale-after = \"30m\" }\n\
-            shadow_policy = \"/etc/next.wasm\"\nshadow_settings = { stale-after = \"2h\" }\n";
-        let config = WatchConfig::parse(text).expect("valid");
-        let repo = &config.repositories[0];
-        assert_eq!(
-            repo.shadow_policy,
-            Some(PolicySource::File("/etc/next.wasm".into()))
+        let text = entry(
+            "password_env = \"X\"\nsettings = { stale-after = \"30m\" }\n\
+             shadow_policy = \"/etc/next.wasm\"\nshadow_settings = { stale-after = \"2h\" }",
         );
+        let config = parse(&text).expect("valid");
+        let settings = &config.repositories[0].settings;
+        let pair = |value: &str| vec![("stale-after".to_owned(), value.to_owned())];
         assert_eq!(
-            repo.shadow_settings.get("stale-after").map(String::as_str),
-            Some("2h")
+            settings.shadow,
+            Some(PolicyChoice {
+                source: PolicySource::File("/etc/next.wasm".into()),
+                settings: pair("2h"),
+            })
         );
-        assert_eq!(
-            repo.settings.get("stale-after").map(String::as_str),
-            Some("30m")
-        );
+        assert_eq!(settings.policy.settings, pair("30m"));
         let bad = text.replace("shadow_policy = \"/etc/next.wasm\"", "shadow_policy = \"\"");
-        let err = WatchConfig::parse(&bad).expect_err("empty").to_string();
+        let err = parse(&bad).expect_err("empty").to_string();
         assert!(err.contains("the policy is empty"), "{err}");
     }
 
@@ -406,13 +556,13 @@ mod tests {
                 "[[repository]]\nname = \"a\"\nrepository = \"s3:h/b\"\npassword_env = \"X\"\nenv_prefix = \"{prefix}\"\n"
             )
         };
-        let config = WatchConfig::parse(&repo("OFFSITE_")).expect("valid");
+        let config = parse(&repo("OFFSITE_")).expect("valid");
         assert_eq!(
-            config.repositories[0].variables(),
+            config.repositories[0].settings.variables,
             Variables::prefixed("OFFSITE_")
         );
         for bad in ["offsite_", "A B", "X=Y", "\\u001b"] {
-            let err = WatchConfig::parse(&repo(bad)).expect_err(bad).to_string();
+            let err = parse(&repo(bad)).expect_err(bad).to_string();
             assert!(err.contains("env_prefix"), "{bad}: {err}");
         }
     }
@@ -424,8 +574,8 @@ mod tests {
             [[repository]]\nname = \"b\"\nrepository = \"/s\"\npassword_env = \"X\"\n\
             notify = { command = \"cat\" }\n\n\
             [[repository]]\nname = \"c\"\nrepository = \"/t\"\npassword_env = \"X\"\nnotify = {}\n";
-        let config = WatchConfig::parse(text).expect("valid");
-        let [a, b, c] = [0, 1, 2].map(|i| config.repositories[i].notify_settings.clone());
+        let config = parse(text).expect("valid");
+        let [a, b, c] = [0, 1, 2].map(|i| config.repositories[i].notify.clone());
         assert_eq!(
             a.webhook.map(|w| w.shown).as_deref(),
             Some("https://hooks.example.com")
@@ -435,27 +585,22 @@ mod tests {
         assert_eq!(b.failing_after, 3, "replaced whole: the default again");
         assert!(!c.has_sinks());
         let bad = text.replace("command = \"cat\"", "webhook = \"https://u:SECRET@h/\"");
-        let err = WatchConfig::parse(&bad)
-            .expect_err("credentials")
-            .to_string();
+        let err = parse(&bad).expect_err("credentials").to_string();
         assert!(err.contains("repository `b`: notify:"), "{err}");
         assert!(!err.contains("SECRET"), "{err}");
         let bad = text.replace("failing_after = 5", "failing_after = 0");
-        let err = WatchConfig::parse(&bad).expect_err("zero").to_string();
+        let err = parse(&bad).expect_err("zero").to_string();
         assert!(err.contains("[notify]: failing_after"), "{err}");
     }
 
     #[test]
     fn intervals_have_a_floor_and_take_fractions() {
-        let repo = |interval: &str| {
-            format!(
-                "[[repository]]\nname = \"a\"\nrepository = \"/r\"\npassword_env = \"X\"\ninterval = \"{interval}\"\n"
-            )
-        };
+        let repo =
+            |interval: &str| entry(&format!("password_env = \"X\"\ninterval = \"{interval}\""));
         for bad in ["1ns", "999ms", "0", "soon"] {
-            assert!(WatchConfig::parse(&repo(bad)).is_err(), "{bad}");
+            assert!(parse(&repo(bad)).is_err(), "{bad}");
         }
-        let config = WatchConfig::parse(&repo("1.5m")).expect("valid");
+        let config = parse(&repo("1.5m")).expect("valid");
         assert_eq!(config.repositories[0].interval, Duration::from_secs(90));
     }
 }

@@ -17,21 +17,19 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::contract::Action;
-use crate::evidence::{EvidenceError, EvidenceOptions};
 use crate::first_seen::FirstSeenStore;
 use crate::oci::Registry;
 use crate::repo::backend::Removal;
-use crate::repo::location::LocationError;
 use crate::repo::lockfile::short;
 use crate::repo::{PasswordError, Repository};
+use crate::repository_settings::{EnforcedSettings, SettingsRefused};
 use crate::runtime::{LoadError, Policy, PolicySource, Runtime};
 use crate::stop::Stop;
 use crate::text::escape;
-use crate::warden::{Act, Report, Shadow, Warden, WardenError};
-use config::{Mode, RepositoryConfig, WatchConfig};
+use crate::warden::{Act, Report, Warden, WardenError};
+use config::{Mode, WatchConfig, WatchedRepository};
 use metrics::{Metrics, Repo, RepoKind, RepoRule, RepoRulePair};
 use notify::Notifier;
-use notify::settings::NotifySettings;
 
 /// The first retry after a failed check waits this long, doubling.
 const FIRST_RETRY: Duration = Duration::from_secs(10);
@@ -48,14 +46,6 @@ pub enum WatchError {
         shadow: bool,
         /// Why.
         error: LoadError,
-    },
-    /// A repository's evidence options are refused.
-    #[error("repository `{repository}`: {error}")]
-    Evidence {
-        /// The repository's name.
-        repository: String,
-        /// Why.
-        error: EvidenceError,
     },
     /// A repository's settings are refused by its policy.
     #[error("repository `{repository}`: {}{error}", if *shadow { "shadow policy: " } else { "" })]
@@ -81,8 +71,6 @@ pub enum WatchError {
 pub struct Shared {
     /// Runs the policies.
     pub runtime: Arc<Runtime>,
-    /// Evidence options for repositories that set none of their own.
-    pub evidence: EvidenceOptions,
     /// First-seen times.
     pub first_seen: FirstSeenStore,
     /// Metrics.
@@ -93,53 +81,52 @@ pub struct Shared {
     pub registry: Registry,
 }
 
-/// Loads every policy the configuration names (once each), checks every
-/// repository's settings and evidence options, then starts one thread per
-/// repository. Returns their handles.
+/// Loads every policy the configuration names (once each), makes every
+/// repository's warden (a setting either policy refuses fails now, not at
+/// every interval), then starts one thread per repository. Returns their
+/// handles.
 pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<()>>, WatchError> {
-    let mut policies: HashMap<Option<PolicySource>, Arc<Policy>> = HashMap::new();
+    let mut policies: HashMap<PolicySource, Arc<Policy>> = HashMap::new();
     let mut jobs = Vec::new();
     for repo in config.repositories {
-        let notify = repo.notify_settings.clone();
-        let policy = load_once(&mut policies, &shared, &repo.policy, &repo.name, false)?;
-        let shadow = match &repo.shadow_policy {
-            Some(source) => Some(load_once(
-                &mut policies,
-                &shared,
-                &Some(source.clone()),
-                &repo.name,
-                true,
-            )?),
-            None => None,
-        };
-        let warden = warden_for(&repo, policy, shadow, &shared)?;
-        jobs.push((repo, warden, notify));
+        let settings = &repo.settings;
+        let loaded = settings.load_policies(shared.runtime.clone(), |_, source, shadow| {
+            load_once(&mut policies, &shared, source, &repo.name, shadow)
+        })?;
+        let first_seen = Some(shared.first_seen.clone());
+        let warden = settings
+            .warden(loaded, first_seen, &repo.name, EnforcedSettings::CheckNow)
+            .map_err(|SettingsRefused { shadow, error }| WatchError::Settings {
+                repository: repo.name.clone(),
+                shadow,
+                error,
+            })?;
+        jobs.push((repo, warden));
     }
     Ok(jobs
         .into_iter()
-        .map(|(repo, warden, notify)| {
+        .map(|(repo, warden)| {
             let shared = shared.clone();
-            std::thread::spawn(move || watch_one(&repo, &warden, &shared, notify))
+            std::thread::spawn(move || watch_one(repo, &warden, &shared))
         })
         .collect())
 }
 
-/// The policy from `source` (the built-in one for `None`), loaded once
-/// however many repositories (or shadows) name it.
+/// The policy from `source`, loaded once however many repositories (or
+/// shadows) name it.
 fn load_once(
-    policies: &mut HashMap<Option<PolicySource>, Arc<Policy>>,
+    policies: &mut HashMap<PolicySource, Arc<Policy>>,
     shared: &Shared,
-    source: &Option<PolicySource>,
+    source: &PolicySource,
     repository: &str,
     shadow: bool,
 ) -> Result<Arc<Policy>, WatchError> {
     if let Some(policy) = policies.get(source) {
         return Ok(policy.clone());
     }
-    let from = source.clone().unwrap_or(PolicySource::Builtin);
     let policy = shared
         .runtime
-        .load_from(&from, &shared.registry)
+        .load_from(source, &shared.registry)
         .map_err(|error| WatchError::Policy {
             repository: repository.to_owned(),
             shadow,
@@ -150,62 +137,9 @@ fn load_once(
     Ok(policy)
 }
 
-/// The warden of one repository: its policy, settings, evidence and shadow.
-/// A setting either policy refuses fails now, not at every interval.
-fn warden_for(
-    repo: &RepositoryConfig,
-    policy: Arc<Policy>,
-    shadow: Option<Arc<Policy>>,
-    shared: &Shared,
-) -> Result<Warden, WatchError> {
-    let refused = |shadow: bool| {
-        move |error| WatchError::Settings {
-            repository: repo.name.clone(),
-            shadow,
-            error,
-        }
-    };
-    let settings: Vec<(String, String)> = repo.settings.clone().into_iter().collect();
-    shared
-        .runtime
-        .check_settings(&policy, &repo.name, &settings)
-        .map_err(refused(false))?;
-    let shadow = match shadow {
-        Some(policy) => {
-            let settings = repo.shadow_settings.clone().into_iter().collect();
-            Some(
-                Shadow::checked(&shared.runtime, policy, settings, &repo.name)
-                    .map_err(refused(true))?,
-            )
-        }
-        None => None,
-    };
-    let timeout = repo.timeout;
-    let evidence = repo
-        .evidence
-        .as_ref()
-        .unwrap_or(&shared.evidence)
-        .config(timeout)
-        .map_err(|error| WatchError::Evidence {
-            repository: repo.name.clone(),
-            error,
-        })?;
-    Ok(Warden {
-        runtime: shared.runtime.clone(),
-        policy,
-        evidence,
-        settings,
-        first_seen: Some(shared.first_seen.clone()),
-        children: None,
-        shadow,
-    })
-}
-
 /// Why one check failed; the next is tried after a backoff.
 #[derive(Debug, thiserror::Error)]
 enum CheckError {
-    #[error(transparent)]
-    Location(#[from] LocationError),
     #[error(transparent)]
     Password(#[from] PasswordError),
     #[error(transparent)]
@@ -226,19 +160,17 @@ impl CheckError {
 }
 
 /// The loop of one repository.
-fn watch_one(config: &RepositoryConfig, warden: &Warden, shared: &Shared, notify: NotifySettings) {
+fn watch_one(config: WatchedRepository, warden: &Warden, shared: &Shared) {
     let label = Repo {
         repository: config.name.clone(),
     };
     // Neither form of the location ever leaves in a notification.
-    let hidden = [
-        Some(config.repository.clone()),
-        config.location().ok().map(|l| l.redacted()),
-    ];
+    let location = &config.settings.location;
+    let hidden = vec![location.as_given().to_owned(), location.redacted()];
     let mut notifier = Notifier::start(
         &config.name,
-        notify,
-        hidden.into_iter().flatten().collect(),
+        config.notify.clone(),
+        hidden,
         shared.metrics.clone(),
     );
     let interval = config.interval;
@@ -252,7 +184,7 @@ fn watch_one(config: &RepositoryConfig, warden: &Warden, shared: &Shared, notify
     );
     while !shared.stop.is_stopped() {
         let started = Instant::now();
-        let result = check_once(config, warden, shared, &mut repo);
+        let result = check_once(&config, warden, shared, &mut repo);
         shared
             .metrics
             .check_duration
@@ -287,20 +219,16 @@ fn watch_one(config: &RepositoryConfig, warden: &Warden, shared: &Shared, notify
 /// Opens the repository if not yet open (the key is derived once and
 /// kept).
 fn open<'a>(
-    config: &RepositoryConfig,
+    config: &WatchedRepository,
     repo: &'a mut Option<Repository>,
 ) -> Result<&'a Repository, CheckError> {
     if let Some(repo) = repo {
         return Ok(repo);
     }
-    let timeout = config.timeout;
-    let opened = Repository::open(
-        config.location()?,
-        &config.password()?,
-        timeout,
-        &config.variables(),
-    )
-    .map_err(WardenError::from)?;
+    let settings = &config.settings;
+    let opened = settings
+        .open(&settings.password()?)
+        .map_err(WardenError::from)?;
     tracing::info!(
         "opened {} (repository {})",
         escape(&opened.location().redacted()),
@@ -317,7 +245,7 @@ fn open<'a>(
 
 /// One check: judge, remove or report, update the metrics; its report.
 fn check_once(
-    config: &RepositoryConfig,
+    config: &WatchedRepository,
     warden: &Warden,
     shared: &Shared,
     repo: &mut Option<Repository>,
@@ -459,6 +387,7 @@ mod tests {
     use crate::repo::location::Location;
     use crate::repo::tests::lock_json;
     use crate::runtime::Limits;
+    use crate::warden::Shadow;
 
     /// One check's report and metrics, over an in-memory repository with
     /// two stale locks, one of which cannot be removed.
