@@ -55,16 +55,18 @@ impl JudgeArgs {
     }
 
     /// [`JudgeArgs::settings`], where `usable` may refuse the location
-    /// before the password's source is looked at (`hold`: a backend it
-    /// cannot lock).
+    /// before anything else is looked at (`hold`: a backend it cannot
+    /// lock).
     pub fn settings_where(
         &self,
         usable: impl FnOnce(&Location) -> Outcome<()>,
     ) -> Outcome<RepositorySettings> {
-        let timeout = self.repo.timeout;
-        let evidence = self.evidence.options.config(timeout.get())?;
+        // The location first: no repository, or one `usable` refuses, is
+        // said before anything about the options that judge it.
         let location = self.repo.location()?;
         usable(&location)?;
+        let timeout = self.repo.timeout;
+        let evidence = self.evidence.options.config(timeout.get())?;
         Ok(RepositorySettings {
             location,
             password: self.repo.password_source()?,
