@@ -20,6 +20,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -29,8 +30,10 @@ use sha2::{Digest, Sha256};
 
 use crate::restic::{PASSWORD, TestRepo};
 
-/// scrypt's N for the copies' key: 2^10 (with r = 8, p = 1, 1 MiB and about
-/// a millisecond), where restic calibrates to about 2^15 to 2^17.
+/// scrypt's N for the copies' key: 2^10 (with r = 8, 1 MiB a lane and about
+/// a millisecond), where restic calibrates to about 2^14 to 2^17. Every
+/// other copy has p = 2 lanes (restic's calibration can give that), the
+/// others p = 1, so both paths of lockwarden's derivation run.
 pub const CHEAP_LOG_N: u8 = 10;
 
 /// What every copy is made from.
@@ -183,16 +186,18 @@ fn new_master(t: &Template) -> (Key, Vec<u8>) {
 
 /// The files of a new copy, by their paths in the repository: `config`
 /// with a fresh id and the key file, under a new master key wrapped with
-/// scrypt N = 2^[`CHEAP_LOG_N`], r = 8, p = 1.
+/// scrypt N = 2^[`CHEAP_LOG_N`], r = 8, p = 1 or 2.
 fn files() -> [(String, Vec<u8>); 2] {
+    static COPIES: AtomicU64 = AtomicU64::new(0);
+    let lanes = 1 + COPIES.fetch_add(1, Ordering::Relaxed) % 2;
     let t = template();
     let (master, master_json) = new_master(t);
     let salt: [u8; 64] = random_bytes().expect("random salt");
-    let wrapped = user_key(CHEAP_LOG_N, 8, 1, &salt).seal(&master_json, iv());
+    let wrapped = user_key(CHEAP_LOG_N, 8, lanes, &salt).seal(&master_json, iv());
     let mut key = t.key.clone();
     key.insert("N".into(), (1u64 << CHEAP_LOG_N).into());
     key.insert("r".into(), 8.into());
-    key.insert("p".into(), 1.into());
+    key.insert("p".into(), lanes.into());
     key.insert("salt".into(), BASE64.encode(salt).into());
     key.insert("data".into(), BASE64.encode(wrapped).into());
     let key = serde_json::to_vec(&key).expect("key JSON");
