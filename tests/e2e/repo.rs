@@ -375,6 +375,20 @@ fn with_no_evidence_lockwarden_removes_what_restic_unlock_removes() {
     ours.assert_usable();
 }
 
+/// A repository `restic init` made over REST (its calibrated key, the
+/// layout restic gives it there), not one of the tests' template.
+#[test]
+fn a_repository_restic_init_made_over_rest_is_cleaned() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = RestServer::start(&dir.path().join("served"));
+    let repo = TestRepo::at(
+        format!("rest:{}/made-by-restic", server.base),
+        server.root.join("made-by-restic"),
+    );
+    repo.init();
+    repo.assert_cleaned_as_restic_made_it();
+}
+
 #[test]
 fn the_same_repository_over_rest() {
     let dir = tempfile::tempdir().expect("temp dir");

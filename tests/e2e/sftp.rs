@@ -94,6 +94,18 @@ fn a_killed_holder_and_an_old_lock_are_removed_over_sftp_and_live_ones_kept() {
     repo.assert_usable();
 }
 
+/// A repository `restic init` made over SFTP (its calibrated key, the
+/// layout restic gives it there), not one of the tests' template.
+#[test]
+fn a_repository_restic_init_made_over_sftp_is_cleaned() {
+    let server = Sshd::start();
+    let path = server.root.join("made-by-restic");
+    let mut repo = TestRepo::at(server.url(&path, None), path);
+    repo.env = server.env();
+    repo.init();
+    repo.assert_cleaned_as_restic_made_it();
+}
+
 /// Under a lock's name, a FIFO, a directory and a symlink (to a valid,
 /// stale lock outside `locks/`) are reported unreadable without being
 /// opened or followed, an oversized file is reported with its size, and

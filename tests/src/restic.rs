@@ -182,6 +182,20 @@ impl TestRepo {
         let check = self.restic(&["check"]);
         assert_eq!(check.code, 0, "restic check failed: {check:?}");
     }
+
+    /// For a repository `restic init` made (with its calibrated key and the
+    /// layout restic gives that storage): a killed holder's lock is removed,
+    /// a live holder's kept, and restic works after.
+    pub fn assert_cleaned_as_restic_made_it(&self) {
+        let live = Holder::start(self);
+        let dead = Holder::start(self).kill();
+        let out = self.warden("unlock", &[]);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert!(out.stdout.contains(&dead[..8]), "{out:?}");
+        assert_eq!(self.lock_ids(), BTreeSet::from([live.lock_id.clone()]));
+        drop(live);
+        self.assert_usable();
+    }
 }
 
 /// A repository on disk that lockwarden reaches as `swift:test:/repo`, one
