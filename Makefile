@@ -34,7 +34,7 @@ setup: ## Add the wasm32-wasip2 and musl targets; install restic, rclone, docker
 	@rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL)
 	@./scripts/need.sh $(TOOLS)
 
-build: setup ## Build the policy component and a static lockwarden (release; $(BIN))
+build: setup ## Build the policy component and a static lockwarden (release, musl: target/x86_64-unknown-linux-musl/release/lockwarden)
 	$(CARGO) build $(BUILD_FLAGS) -p lockwarden
 
 # What users install: the `dist` profile (stripped, thin LTO; Cargo.toml).
