@@ -24,7 +24,7 @@ use lockwarden::text::escape;
 use super::child::{
     ChildPid, Interrupt, RetryLock, exit_code, forward_signals, spawn_tracked, stop_tree,
 };
-use super::judge::JudgeArgs;
+use super::judge::{Judge, JudgeArgs};
 use super::{Failure, Outcome, UsageError, code};
 
 /// How long a command stopped for a lost lock has between SIGTERM and
@@ -78,33 +78,9 @@ pub fn run(args: &HoldArgs) -> Outcome<ExitCode> {
         "a shared"
     };
 
-    let mut retry = RetryLock::new(args.retry_lock);
-    let holder = loop {
-        judge.clean();
-        let blocked = match Holder::take(&judge.repo, args.exclusive) {
-            Ok(holder) => break holder,
-            Err(HoldError::Locked(why)) => why,
-            Err(e) => return Err(e.into()),
-        };
-        if let Some(code) = interrupted.exit_code() {
-            return Ok(ExitCode::from(code));
-        }
-        let Some((wait, left)) = retry.next() else {
-            tracing::error!("cannot take {kind} lock: the repository is already locked {blocked}");
-            return Ok(ExitCode::from(code::LOCKED));
-        };
-        tracing::warn!(
-            "the repository is already locked {blocked}; judging again in {}s ({}s left of \
-             --retry-lock)",
-            wait.as_secs(),
-            left.as_secs()
-        );
-        if interrupted.stop.sleep(wait) {
-            tracing::warn!("interrupted while waiting for the lock; nothing ran");
-            return Ok(ExitCode::from(
-                interrupted.exit_code().unwrap_or(code::LOCKED),
-            ));
-        }
+    let holder = match take_lock(args, &judge, &interrupted, kind)? {
+        Ok(holder) => holder,
+        Err(code) => return Ok(code),
     };
     if let Some(code) = interrupted.exit_code() {
         if let Err(e) = holder.release() {
@@ -131,6 +107,45 @@ pub fn run(args: &HoldArgs) -> Outcome<ExitCode> {
     }
     tracing::info!("released the lock; the command exited with {status}");
     Ok(ExitCode::from(status))
+}
+
+/// Judges and cleans, then takes the lock, judging again while
+/// `--retry-lock` lasts; the exit code instead when the repository stays
+/// locked or a signal came.
+fn take_lock<'a>(
+    args: &HoldArgs,
+    judge: &'a Judge,
+    interrupted: &Interrupt,
+    kind: &str,
+) -> Outcome<Result<Holder<'a>, ExitCode>> {
+    let mut retry = RetryLock::new(args.retry_lock);
+    loop {
+        judge.clean();
+        let blocked = match Holder::take(&judge.repo, args.exclusive) {
+            Ok(holder) => return Ok(Ok(holder)),
+            Err(HoldError::Locked(why)) => why,
+            Err(e) => return Err(e.into()),
+        };
+        if let Some(code) = interrupted.exit_code() {
+            return Ok(Err(ExitCode::from(code)));
+        }
+        let Some((wait, left)) = retry.next() else {
+            tracing::error!("cannot take {kind} lock: the repository is already locked {blocked}");
+            return Ok(Err(ExitCode::from(code::LOCKED)));
+        };
+        tracing::warn!(
+            "the repository is already locked {blocked}; judging again in {}s ({}s left of \
+             --retry-lock)",
+            wait.as_secs(),
+            left.as_secs()
+        );
+        if interrupted.stop.sleep(wait) {
+            tracing::warn!("interrupted while waiting for the lock; nothing ran");
+            return Ok(Err(ExitCode::from(
+                interrupted.exit_code().unwrap_or(code::LOCKED),
+            )));
+        }
+    }
 }
 
 /// Refuses, before anything is opened or run, a location where lockwarden
