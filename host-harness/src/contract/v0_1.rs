@@ -99,6 +99,9 @@ pub fn error(error: PolicyError) -> super::PolicyError {
 
 /// Puts a 0.1.0 policy's verdicts, which name their input by id, in the
 /// request's order: exactly one per lock and unreadable file, no other ids.
+// Longer than 60 lines: the four refusals (an unknown id, a repeated one, a
+// missing one, a removed unreadable file) are made over the one map of slots,
+// in the order a 0.1.0 host made them.
 pub fn positional(
     request: &super::EvaluateRequest,
     verdicts: Vec<Verdict>,

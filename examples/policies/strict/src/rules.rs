@@ -165,6 +165,8 @@ pub fn info() -> PolicyInfo {
 
 /// Decides about one lock. `process` is `None` when the lock is from another
 /// host.
+// Longer than 60 lines: the strict policy's rules as one chain, first match
+// wins, so that an author reads the order in which they apply in one place.
 pub fn decide(
     now: i64,
     settings: &Settings,

@@ -186,6 +186,9 @@ impl RcloneBackend {
     /// Starts `command remote` and opens an HTTP/2 connection over its
     /// stdio; `shown` is the redacted location, `timeout` bounds the start
     /// and every request.
+    // Longer than 60 lines: the child, its stderr tail and the HTTP/2
+    // handshake, in the order they are made, the child owned (and killed on
+    // every early return) by what is being built.
     pub fn start(
         command: &RcloneCommand,
         remote: &str,
