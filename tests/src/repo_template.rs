@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use lockwarden::repo::crypto::{Key, random_bytes};
+use lockwarden::repo::keys;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -47,8 +48,6 @@ struct Template {
     file_mode: u32,
     /// The key file's JSON as restic wrote it (`created`, `username`, ...).
     key: Map<String, Value>,
-    /// The master key's JSON as restic wrote it (`mac`, `encrypt`).
-    master: Map<String, Value>,
     /// The config's JSON as restic wrote it.
     config: Map<String, Value>,
     /// Whether restic stored the config compressed (`0x02` + zstd).
@@ -68,17 +67,11 @@ fn make_template() -> Template {
     repo.init();
     let key_file = std::fs::read(only_file(&path.join("keys"))).expect("read the key file");
     let key: Map<String, Value> = serde_json::from_slice(&key_file).expect("key JSON");
-    let number = |name: &str| key[name].as_u64().expect("a number");
-    let log_n = u8::try_from(number("N").trailing_zeros()).expect("log N");
-    let user = user_key(log_n, number("r"), number("p"), &base64_field(&key, "salt"));
-    let master_json = user
-        .open(&base64_field(&key, "data"))
-        .expect("the password opens the key");
-    let master: Map<String, Value> = serde_json::from_slice(&master_json).expect("master JSON");
+    // lockwarden's own key code opens restic's calibrated key, in every test
+    // process.
+    let master = keys::open(&key_file, PASSWORD.as_bytes()).expect("the password opens the key");
     let stored = std::fs::read(path.join("config")).expect("read config");
-    let plain = master_key(&master)
-        .open(&stored)
-        .expect("the master key opens config");
+    let plain = master.open(&stored).expect("the master key opens config");
     let compressed = plain.first() == Some(&2);
     let json = if compressed {
         zstd::decode_all(&plain[1..]).expect("zstd config")
@@ -92,7 +85,6 @@ fn make_template() -> Template {
         dirs,
         file_mode: mode(&path.join("config")),
         key,
-        master,
         config: serde_json::from_slice(&json).expect("config JSON"),
         compressed,
     }
@@ -127,31 +119,6 @@ fn collect_dirs(root: &Path, at: &Path, dirs: &mut Vec<(PathBuf, u32)>) {
     }
 }
 
-/// The bytes of the base64 string at `path` (`["mac", "k"]`) in `json`.
-fn base64_at(json: &Map<String, Value>, path: &[&str]) -> Vec<u8> {
-    let mut value = &json[path[0]];
-    for name in &path[1..] {
-        value = &value[name];
-    }
-    BASE64
-        .decode(value.as_str().expect("a string"))
-        .expect("base64")
-}
-
-fn base64_field(json: &Map<String, Value>, name: &str) -> Vec<u8> {
-    base64_at(json, &[name])
-}
-
-/// The [`Key`] a master key's JSON holds.
-fn master_key(json: &Map<String, Value>) -> Key {
-    let bytes = |path: &[&str]| base64_at(json, path);
-    Key::new(
-        bytes(&["encrypt"]).try_into().expect("32 bytes"),
-        bytes(&["mac", "k"]).try_into().expect("16 bytes"),
-        bytes(&["mac", "r"]).try_into().expect("16 bytes"),
-    )
-}
-
 /// scrypt(PASSWORD, salt) as restic derives its user key.
 fn user_key(log_n: u8, r: u64, p: u64, salt: &[u8]) -> Key {
     let r = u32::try_from(r).expect("r");
@@ -163,8 +130,8 @@ fn user_key(log_n: u8, r: u64, p: u64, salt: &[u8]) -> Key {
 }
 
 /// A new random master key, as restic makes one (poly1305's `r` masked as
-/// restic masks it), in the template's JSON.
-fn new_master(t: &Template) -> (Key, Vec<u8>) {
+/// restic masks it), and its JSON as restic writes it in a key file.
+fn new_master() -> (Key, Vec<u8>) {
     let encrypt: [u8; 32] = random_bytes().expect("random key");
     let k: [u8; 16] = random_bytes().expect("random key");
     let mut r: [u8; 16] = random_bytes().expect("random key");
@@ -174,12 +141,10 @@ fn new_master(t: &Template) -> (Key, Vec<u8>) {
     for i in [4, 8, 12] {
         r[i] &= 0xfc;
     }
-    let mut json = t.master.clone();
-    json.insert("encrypt".into(), BASE64.encode(encrypt).into());
-    json.insert(
-        "mac".into(),
-        serde_json::json!({ "k": BASE64.encode(k), "r": BASE64.encode(r) }),
-    );
+    let json = serde_json::json!({
+        "mac": { "k": BASE64.encode(k), "r": BASE64.encode(r) },
+        "encrypt": BASE64.encode(encrypt),
+    });
     let bytes = serde_json::to_vec(&json).expect("master JSON");
     (Key::new(encrypt, k, r), bytes)
 }
@@ -191,7 +156,7 @@ fn files() -> [(String, Vec<u8>); 2] {
     static COPIES: AtomicU64 = AtomicU64::new(0);
     let lanes = 1 + COPIES.fetch_add(1, Ordering::Relaxed) % 2;
     let t = template();
-    let (master, master_json) = new_master(t);
+    let (master, master_json) = new_master();
     let salt: [u8; 64] = random_bytes().expect("random salt");
     let wrapped = user_key(CHEAP_LOG_N, 8, lanes, &salt).seal(&master_json, iv());
     let mut key = t.key.clone();
