@@ -117,6 +117,12 @@ pub enum RepositoryProblem {
     /// Not exactly one password source.
     #[error("give exactly one of password_file, password_command, password_env")]
     Password,
+    /// `password_env` is no variable name (std may panic on one with `=`
+    /// or NUL, and an empty one names nothing).
+    #[error(
+        "password_env must be a variable name: not empty, without `=`, NUL or control characters"
+    )]
+    PasswordEnv,
     /// Its evidence options are refused.
     #[error("evidence: {0}")]
     Evidence(#[from] EvidenceError),
@@ -361,7 +367,13 @@ impl RepositoryEntry {
         ) {
             (Some(file), None, None) => Ok(PasswordSource::File(file.clone())),
             (None, Some(command), None) => Ok(PasswordSource::Command(command.clone())),
-            (None, None, Some(name)) => Ok(PasswordSource::Variable(name.clone())),
+            (None, None, Some(name)) => {
+                let odd = |c: char| c == '=' || c.is_control();
+                if name.is_empty() || name.chars().any(odd) {
+                    return Err(RepositoryProblem::PasswordEnv);
+                }
+                Ok(PasswordSource::Variable(name.clone()))
+            }
             _ => Err(RepositoryProblem::Password),
         }
     }
@@ -547,6 +559,20 @@ mod tests {
         let bad = text.replace("shadow_policy = \"/etc/next.wasm\"", "shadow_policy = \"\"");
         let err = parse(&bad).expect_err("empty").to_string();
         assert!(err.contains("the policy is empty"), "{err}");
+    }
+
+    #[test]
+    fn password_env_is_a_variable_name() {
+        for bad in ["", "A=B", "A\\u0000B", "A\\nB"] {
+            let err = parse(&entry(&format!("password_env = \"{bad}\"")))
+                .expect_err(bad)
+                .to_string();
+            assert!(
+                err.contains("password_env must be a variable name"),
+                "{bad}: {err}"
+            );
+        }
+        assert!(parse(&entry("password_env = \"RESTIC_PW\"")).is_ok());
     }
 
     #[test]
