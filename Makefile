@@ -92,6 +92,28 @@ $(RESTIC_018):
 		|| { echo "trixie's restic is not 0.18: $$($(@D)/deb/usr/bin/restic version)" >&2; exit 1; }
 	install -m 0755 $(@D)/deb/usr/bin/restic $@
 
+# The checks of deploy/ that make test runs (no cluster, no Prometheus):
+# scripts/check-monitoring.sh runs promtool on the alerting rules, their
+# unit tests and the dashboard's queries, and matches every metric they name
+# with host-harness/src/watch/metrics.rs; scripts/check-manifests.sh
+# validates deploy/kubernetes against Kubernetes 1.31's API schemas. Both
+# take about a second. promtool is Debian 12's (prometheus 2.42), unpacked
+# from the package like restic 0.18 (19 MB, 3 s) and never installed:
+# installing it would add 36 packages (36 MB download, 359 MB installed)
+# and, on a machine with systemd, start a Prometheus server, node-exporter
+# and smartd. kubernetes-validate is in a venv of its own, exactly as
+# deploy/requirements.txt pins it.
+PROMTOOL := target/promtool/promtool
+$(PROMTOOL):
+	./scripts/debian-package.sh bookworm prometheus $(@D)/deb
+	install -m 0755 $(@D)/deb/usr/bin/promtool $@
+	rm -rf $(@D)/deb
+DEPLOY_CHECK_ENV := target/deploy-check
+$(DEPLOY_CHECK_ENV)/installed: deploy/requirements.txt
+	python3 -m venv $(DEPLOY_CHECK_ENV) || { echo "cannot create a Python venv: apt-get install python3-venv" >&2; exit 1; }
+	$(DEPLOY_CHECK_ENV)/bin/pip install --quiet --disable-pip-version-check -r deploy/requirements.txt
+	touch $@
+
 # The end-to-end suite runs twice: with Debian 12's restic 0.14 (PATH's, in
 # the workspace run) and with restic 0.18. The two differ in what lockwarden
 # must get right with either: exit codes (11 when locked, 10, 12 from 0.17),
@@ -106,10 +128,12 @@ $(RESTIC_018):
 # TEST_THREADS=1 runs them one at a time. The image is assembled from the
 # test build's binary before the tests run.
 TEST_THREADS ?= $(shell echo $$(( $$(nproc) * 2 )))
-test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed $(RESTIC_018) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js and Python hosts); the end-to-end ones with restic 0.14 and 0.18
+test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed $(RESTIC_018) $(PROMTOOL) $(DEPLOY_CHECK_ENV)/installed ## Build everything (the test guests and the image too), run all tests (Rust, Node.js and Python hosts); the end-to-end ones with restic 0.14 and 0.18
 	@./scripts/need.sh $(IMAGE_TOOLS)
 	$(CARGO) test $(BUILD_FLAGS) --workspace --no-run
 	./scripts/image.sh build $(BIN) $(IMAGE_LAYOUT)
+	./scripts/check-monitoring.sh $(PROMTOOL)
+	./scripts/check-manifests.sh $(DEPLOY_CHECK_ENV)
 	$(CARGO) test $(BUILD_FLAGS) --workspace -- --test-threads=$(TEST_THREADS)
 	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) $(CARGO) test $(BUILD_FLAGS) --workspace --test e2e -- --test-threads=$(TEST_THREADS)
 
