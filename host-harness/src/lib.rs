@@ -35,6 +35,7 @@ pub mod evidence;
 pub mod files;
 pub mod first_seen;
 pub mod hold;
+pub mod kubernetes;
 pub mod limits;
 pub mod oci;
 mod parallel;

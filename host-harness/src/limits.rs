@@ -38,6 +38,10 @@ pub const POLICY: u64 = 64 * 1024 * 1024;
 pub const REQUEST: u64 = 64 * 1024 * 1024;
 /// A host inventory (a PodList of a large cluster is tens of MiB).
 pub const INVENTORY: u64 = 128 * 1024 * 1024;
+/// One answer of the Kubernetes API (a page of 500 pods is about 5 MiB).
+pub const KUBERNETES_RESPONSE: usize = 64 * 1024 * 1024;
+/// Items of one Kubernetes list, over all its pages: more is an error.
+pub const KUBERNETES_ITEMS: usize = 200_000;
 /// The watch configuration.
 pub const WATCH_CONFIG: u64 = 1024 * 1024;
 /// A REST listing of `locks/` or `keys/` (100,000 entries are about 10 MiB).

@@ -95,6 +95,23 @@ pub struct RepositorySettings {
     pub shadow: Option<PolicyChoice>,
 }
 
+impl RepositorySettings {
+    /// What no message may show: both forms of the location, and a
+    /// password and storage variables given as values (a discovered
+    /// repository's, from its Secrets).
+    pub fn secrets(&self) -> Vec<String> {
+        let mut secrets = vec![
+            self.location.as_given().to_owned(),
+            self.location.redacted(),
+        ];
+        if let PasswordSource::Value(password) = &self.password {
+            secrets.push(String::from_utf8_lossy(password.as_bytes()).into_owned());
+        }
+        secrets.extend(self.variables.secrets());
+        secrets
+    }
+}
+
 /// The policies a repository's settings name, loaded
 /// ([`RepositorySettings::load_policies`]).
 pub struct Policies {

@@ -124,7 +124,18 @@ impl Warden {
     /// says so. A backend that cannot remove fails the job before anything
     /// is removed, and only when something is stale.
     pub fn run(&self, repo: &Repository, act: Act) -> Result<Report, WardenError> {
+        self.run_then(repo, || act)
+    }
+
+    /// [`Warden::run`], with what to do decided by `act` once the locks
+    /// are judged (`watch` asks whether this replica still leads).
+    pub fn run_then(
+        &self,
+        repo: &Repository,
+        act: impl FnOnce() -> Act,
+    ) -> Result<Report, WardenError> {
         let assessment = self.assess(repo)?;
+        let act = act();
         let removals = match act {
             Act::Remove => self.remove_stale(repo, &assessment)?,
             Act::Judge => Vec::new(),

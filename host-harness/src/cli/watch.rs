@@ -62,14 +62,25 @@ pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
         })?;
     let stop = Arc::new(Stop::default());
     let metrics = Arc::new(Metrics::new());
+    let mut threads = Vec::new();
+    let leader = match &config.leader {
+        Some(entry) => {
+            let (leader, thread) = entry
+                .start(Timeout::DEFAULT.get(), stop.clone())
+                .map_err(Failure::usage)?;
+            threads.push(thread);
+            Some(leader)
+        }
+        None => None,
+    };
     let shared = Arc::new(Shared {
         runtime: Arc::new(args.policy.runtime()?),
         first_seen: FirstSeenStore::new(state_dir),
         metrics: metrics.clone(),
         stop: stop.clone(),
         registry: args.policy.registry(),
+        leader,
     });
-    let mut threads = Vec::new();
     if let Some(addr) = args.metrics_addr.as_ref().or(config.metrics_addr.as_ref()) {
         threads.push(serve_metrics(addr, metrics, stop.clone())?);
     }

@@ -1,6 +1,6 @@
 //! Host inventory: which hosts (Kubernetes pods, usually) exist, for the
-//! `liveness.host` question. Read from a file or a command at each check, in
-//! either the PodList JSON that `kubectl get pods -A -o json` prints or a
+//! `liveness.host` question. Read from a file, a command or the Kubernetes
+//! API at each check, in either the PodList JSON that `kubectl get pods -A -o json` prints or a
 //! plain list `[{"name", "started", "state"}]`.
 //!
 //! The inventory speaks only for hostnames matching `--inventory-hosts`:
@@ -32,6 +32,7 @@ use super::{Observations, Source};
 use crate::command;
 use crate::contract::Liveness;
 use crate::files::read_open_file;
+use crate::kubernetes::pods::KubernetesPods;
 use crate::limits;
 use crate::time::{format_rfc3339, now, parse_rfc3339};
 
@@ -47,6 +48,8 @@ pub enum InventorySource {
     File(PathBuf),
     /// A shell command printing JSON, run at each check.
     Command(String),
+    /// The pods the Kubernetes API lists, at each check.
+    Kubernetes(KubernetesPods),
 }
 
 /// What the inventory says about one host.
@@ -86,6 +89,10 @@ impl Inventory {
             InventorySource::Command(line) => {
                 let taken_at = now();
                 run(line, timeout).map(|text| (text, taken_at))
+            }
+            InventorySource::Kubernetes(pods) => {
+                let taken_at = now();
+                pods.read(timeout).map(|text| (text, taken_at))
             }
         };
         let reading = text.and_then(|(text, taken_at)| Reading::new(&text, taken_at, &hosts));

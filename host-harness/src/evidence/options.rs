@@ -8,6 +8,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use super::{EvidenceConfig, InventorySource};
+use crate::kubernetes::pods::KubernetesPods;
 
 /// The evidence options: one struct for the command line (`--hosts-command`,
 /// ...) and a watched repository's `evidence` table (`hosts_command`, ...).
@@ -25,8 +26,13 @@ pub struct EvidenceOptions {
     pub hosts_file: Option<PathBuf>,
     /// Shell command printing the host inventory, run at each check (e.g.
     /// `kubectl get pods -A -o json`).
-    #[arg(long, value_name = "COMMAND")]
+    #[arg(long, value_name = "COMMAND", conflicts_with = "hosts_kubernetes")]
     pub hosts_command: Option<String>,
+    /// The host inventory is every pod the Kubernetes API lists (in-cluster
+    /// service account or kubeconfig), read at each check.
+    #[serde(default)]
+    #[arg(long, conflicts_with = "hosts_file")]
+    pub hosts_kubernetes: bool,
     /// The hostnames the inventory is authoritative for (a regex, anchored
     /// by you: e.g. `^velero-`). Required with an inventory.
     #[arg(long, value_name = "REGEX")]
@@ -37,16 +43,16 @@ pub struct EvidenceOptions {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EvidenceError {
     /// Both inventory sources were given.
-    #[error("hosts-file and hosts-command are mutually exclusive; give one")]
+    #[error("hosts-file, hosts-command and hosts-kubernetes are mutually exclusive; give one")]
     TwoInventories,
     /// An inventory without the hosts it covers.
     #[error(
-        "hosts-file/hosts-command need inventory-hosts REGEX: the hostnames the inventory is \
+        "hosts-file/hosts-command/hosts-kubernetes need inventory-hosts REGEX: the hostnames the inventory is \
          authoritative for (see docs/evidence.md on when a host it does not list is taken as gone)"
     )]
     NoCoverage,
     /// Covered hosts without an inventory.
-    #[error("inventory-hosts needs hosts-file or hosts-command")]
+    #[error("inventory-hosts needs hosts-file, hosts-command or hosts-kubernetes")]
     NoInventory,
     /// The regex does not compile.
     #[error("inventory-hosts: {0}")]
@@ -57,11 +63,12 @@ impl EvidenceOptions {
     /// The evidence these options describe; a hosts command may run for
     /// `timeout`. The regex is compiled once, here.
     pub fn config(&self, timeout: Duration) -> Result<EvidenceConfig, EvidenceError> {
-        let source = match (&self.hosts_file, &self.hosts_command) {
-            (Some(_), Some(_)) => return Err(EvidenceError::TwoInventories),
-            (Some(file), None) => Some(InventorySource::File(file.clone())),
-            (None, Some(command)) => Some(InventorySource::Command(command.clone())),
-            (None, None) => None,
+        let source = match (&self.hosts_file, &self.hosts_command, self.hosts_kubernetes) {
+            (Some(file), None, false) => Some(InventorySource::File(file.clone())),
+            (None, Some(command), false) => Some(InventorySource::Command(command.clone())),
+            (None, None, true) => Some(InventorySource::Kubernetes(KubernetesPods)),
+            (None, None, false) => None,
+            _ => return Err(EvidenceError::TwoInventories),
         };
         let inventory = match (source, &self.inventory_hosts) {
             (None, None) => None,

@@ -56,6 +56,8 @@ use crate::runtime::PolicySource;
 use crate::text::escape;
 use crate::time::parse_duration;
 
+use super::discover::{DiscoverEntry, Discovery, Owner, Template};
+use super::leader::LeaderEntry;
 use super::notify::settings::{NotifyConfig, NotifySettings};
 
 /// Why a watch configuration is refused: the file, then the problem. Never
@@ -87,8 +89,11 @@ pub enum ConfigProblem {
         message: String,
     },
     /// It names no repository.
-    #[error(": lists no [[repository]]")]
+    #[error(": lists no [[repository]] and has no [discover]")]
     NoRepository,
+    /// The `[discover]` table is refused.
+    #[error(", [discover]: {0}")]
+    Discover(String),
     /// The global `[notify]` table is refused.
     #[error(", [notify]: {0}")]
     Notify(String),
@@ -163,6 +168,11 @@ pub struct WatchConfig {
     pub state_dir: Option<PathBuf>,
     /// The repositories to watch.
     pub repositories: Vec<WatchedRepository>,
+    /// Repositories to find in the backup operators' objects, and how to
+    /// watch each (`[discover]`).
+    pub discover: Option<(Discovery, Template)>,
+    /// The Lease that elects the one replica that acts (`[leader]`).
+    pub leader: Option<LeaderEntry>,
 }
 
 /// One watched repository, made once at load.
@@ -179,6 +189,8 @@ pub struct WatchedRepository {
     /// The notification settings in effect: its own `notify`, else the
     /// global `[notify]`, else none (events are only logged).
     pub notify: NotifySettings,
+    /// The object it was discovered in (none for a `[[repository]]`).
+    pub owner: Option<Owner>,
 }
 
 /// What `watch` does about stale locks.
@@ -201,6 +213,10 @@ struct WatchFile {
     notify: Option<NotifyConfig>,
     #[serde(rename = "repository", default)]
     repositories: Vec<RepositoryEntry>,
+    /// Repositories found in the backup operators' objects.
+    discover: Option<DiscoverEntry>,
+    /// One leader among replicas.
+    leader: Option<LeaderEntry>,
 }
 
 /// One `[[repository]]` as written (the keys are in the module's example).
@@ -277,7 +293,7 @@ impl WatchConfig {
                 message: escape(e.message().trim()).into_owned(),
             }
         })?;
-        if file.repositories.is_empty() {
+        if file.repositories.is_empty() && file.discover.is_none() {
             return Err(ConfigProblem::NoRepository);
         }
         let global = match &file.notify {
@@ -296,10 +312,20 @@ impl WatchConfig {
             }
             repositories.push(entry.convert(global.as_ref(), defaults).map_err(at)?);
         }
+        let discover = match &file.discover {
+            Some(entry) => Some(
+                entry
+                    .settings(Template::of(defaults, global.unwrap_or_default()))
+                    .map_err(ConfigProblem::Discover)?,
+            ),
+            None => None,
+        };
         Ok(WatchConfig {
             metrics_addr: file.metrics_addr,
             state_dir: file.state_dir,
             repositories,
+            discover,
+            leader: file.leader,
         })
     }
 }
@@ -354,6 +380,7 @@ impl RepositoryEntry {
             interval: self.interval,
             mode: self.mode,
             notify,
+            owner: None,
         })
     }
 

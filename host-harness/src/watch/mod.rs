@@ -7,9 +7,12 @@
 //! retried with backoff (10 s doubling, at most its interval).
 
 pub mod config;
+pub mod discover;
 mod http;
+pub mod leader;
 pub mod metrics;
 pub mod notify;
+mod pool;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,14 +25,15 @@ use crate::oci::Registry;
 use crate::repo::backend::Removal;
 use crate::repo::lockfile::short;
 use crate::repo::{PasswordError, Repository};
-use crate::repository_settings::{EnforcedSettings, SettingsRefused};
 use crate::runtime::{LoadError, Policy, PolicySource, Runtime};
 use crate::stop::Stop;
 use crate::text::escape;
 use crate::warden::{Act, Report, Warden, WardenError};
 use config::{Mode, WatchConfig, WatchedRepository};
+use leader::Leader;
 use metrics::{Metrics, Repo, RepoKind, RepoRule, RepoRulePair};
 use notify::Notifier;
+use pool::Pool;
 
 /// The first retry after a failed check waits this long, doubling.
 const FIRST_RETRY: Duration = Duration::from_secs(10);
@@ -79,42 +83,36 @@ pub struct Shared {
     pub stop: Arc<Stop>,
     /// Where OCI policies are pulled from.
     pub registry: Registry,
+    /// Whether this replica may act, when replicas elect a leader.
+    pub leader: Option<Arc<Leader>>,
 }
 
 /// Loads every policy the configuration names (once each), makes every
-/// repository's warden (a setting either policy refuses fails now, not at
-/// every interval), then starts one thread per repository. Returns their
-/// handles.
+/// fixed repository's warden (a setting either policy refuses fails now,
+/// not at every interval), then starts one thread per repository, and one
+/// for discovery when `[discover]` asks for it. Returns their handles.
 pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<()>>, WatchError> {
-    let mut policies: HashMap<PolicySource, Arc<Policy>> = HashMap::new();
+    let mut pool = Pool::new(shared.clone());
     let mut jobs = Vec::new();
     for repo in config.repositories {
-        let settings = &repo.settings;
-        let loaded = settings.load_policies(shared.runtime.clone(), |_, source, shadow| {
-            load_once(&mut policies, &shared, source, &repo.name, shadow)
-        })?;
-        let first_seen = Some(shared.first_seen.clone());
-        let warden = settings
-            .warden(loaded, first_seen, &repo.name, EnforcedSettings::CheckNow)
-            .map_err(|SettingsRefused { shadow, error }| WatchError::Settings {
-                repository: repo.name.clone(),
-                shadow,
-                error,
-            })?;
+        let warden = pool.warden(&repo)?;
         jobs.push((repo, warden));
     }
-    Ok(jobs
+    let mut handles: Vec<JoinHandle<()>> = jobs
         .into_iter()
-        .map(|(repo, warden)| {
-            let shared = shared.clone();
-            std::thread::spawn(move || watch_one(repo, &warden, &shared))
-        })
-        .collect())
+        .map(|(repo, warden)| pool.launch(repo, warden, shared.stop.clone(), None))
+        .collect();
+    if let Some((discovery, template)) = config.discover {
+        handles.push(std::thread::spawn(move || {
+            pool.discover(discovery, template)
+        }));
+    }
+    Ok(handles)
 }
 
 /// The policy from `source`, loaded once however many repositories (or
 /// shadows) name it.
-fn load_once(
+pub(crate) fn load_once(
     policies: &mut HashMap<PolicySource, Arc<Policy>>,
     shared: &Shared,
     source: &PolicySource,
@@ -160,17 +158,15 @@ impl CheckError {
 }
 
 /// The loop of one repository.
-fn watch_one(config: WatchedRepository, warden: &Warden, shared: &Shared) {
+fn watch_one(config: WatchedRepository, warden: &Warden, shared: &Shared, stop: &Stop) {
     let label = Repo {
         repository: config.name.clone(),
     };
-    // Neither form of the location ever leaves in a notification.
-    let location = &config.settings.location;
-    let hidden = vec![location.as_given().to_owned(), location.redacted()];
     let mut notifier = Notifier::start(
         &config.name,
         config.notify.clone(),
-        hidden,
+        config.owner.clone(),
+        config.settings.secrets(),
         shared.metrics.clone(),
     );
     let interval = config.interval;
@@ -182,7 +178,14 @@ fn watch_one(config: WatchedRepository, warden: &Warden, shared: &Shared) {
         interval.as_secs_f64(),
         config.mode
     );
-    while !shared.stop.is_stopped() {
+    while !stop.is_stopped() {
+        if shared.leader.as_ref().is_some_and(|l| !l.acts()) {
+            // A standby replica checks nothing: the leader does.
+            if stop.sleep(leader::RETRY) {
+                break;
+            }
+            continue;
+        }
         let started = Instant::now();
         let result = check_once(&config, warden, shared, &mut repo);
         shared
@@ -209,7 +212,7 @@ fn watch_one(config: WatchedRepository, warden: &Warden, shared: &Shared) {
                 wait
             }
         };
-        if shared.stop.sleep(wait) {
+        if stop.sleep(wait) {
             break;
         }
     }
@@ -251,15 +254,22 @@ fn check_once(
     repo: &mut Option<Repository>,
 ) -> Result<Report, CheckError> {
     let repo = open(config, repo)?;
-    let act = match config.mode {
-        Mode::Unlock if repo.capabilities().modify => Act::Remove,
+    // Decided once judged, just before anything is removed: a replica that
+    // lost its lease meanwhile removes nothing.
+    let act = || match config.mode {
+        Mode::Unlock if repo.capabilities().modify && leads(shared) => Act::Remove,
         _ => Act::Judge,
     };
-    let report = warden.run(repo, act)?;
+    let report = warden.run_then(repo, act)?;
     warden.emit_logs(&report.assessment);
     let not_removed = log_removals(&report);
     record(&shared.metrics, &config.name, &report, not_removed);
     Ok(report)
+}
+
+/// Whether this replica may act: it leads, or there is no election.
+fn leads(shared: &Shared) -> bool {
+    shared.leader.as_ref().is_none_or(|l| l.acts())
 }
 
 /// Logs what became of each stale lock; returns how many are still there.

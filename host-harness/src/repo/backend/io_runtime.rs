@@ -40,12 +40,27 @@ pub fn within<T>(
     future: impl Future<Output = Result<T, BackendError>>,
 ) -> Result<T, BackendError> {
     let runtime = runtime()?;
+    match deadline(runtime, timeout, future) {
+        Some(result) => result,
+        None => Err(no_answer(&what(), timeout)),
+    }
+}
+
+/// Runs `future` on the I/O runtime for at most `timeout`, from a thread
+/// outside it: its output, or `None` when it had none in time (it is then
+/// dropped). For callers whose errors are not a backend's; an `Err` says
+/// the runtime could not be started.
+pub fn run_for<T>(timeout: Duration, future: impl Future<Output = T>) -> Result<Option<T>, String> {
+    let runtime = runtime().map_err(|e| e.to_string())?;
+    Ok(deadline(runtime, timeout, future))
+}
+
+fn deadline<T>(runtime: &Runtime, timeout: Duration, future: impl Future<Output = T>) -> Option<T> {
     // The timer must be made inside the runtime: `timeout` registers it
     // with the runtime's clock.
-    match runtime.block_on(async { tokio::time::timeout(timeout, future).await }) {
-        Ok(result) => result,
-        Err(_) => Err(no_answer(&what(), timeout)),
-    }
+    runtime
+        .block_on(async { tokio::time::timeout(timeout, future).await })
+        .ok()
 }
 
 /// The error of an operation (`what`) that got no answer within `timeout`.

@@ -15,7 +15,7 @@ mod cloud;
 #[cfg(test)]
 mod faulty;
 mod gs;
-mod io_runtime;
+pub(crate) mod io_runtime;
 mod local;
 pub(crate) mod location_text;
 #[cfg(test)]
@@ -23,9 +23,10 @@ mod memory;
 mod rclone;
 mod rest;
 mod restic_cli;
-mod s3;
+pub(crate) mod s3;
 mod sftp;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 #[cfg(test)]
@@ -80,31 +81,87 @@ pub struct Scheme {
 /// `AZURE_ACCOUNT_KEY`, ...): the process environment, each name behind an
 /// optional prefix (as restic reads `RESTIC_FROM_`-prefixed variables for a
 /// second repository), so that one `watch` holds other credentials per
-/// repository. With a prefix, only prefixed names are read.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// repository; or values given whole (a discovered repository's, from the
+/// Secrets its operator names). With a prefix or given values, only the
+/// repository's own are read.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Variables {
-    prefix: String,
+    source: VariableSource,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+enum VariableSource {
+    /// The environment, names behind this prefix.
+    Environment(String),
+    /// These values, and no others.
+    Given(BTreeMap<String, String>),
+}
+
+impl Default for VariableSource {
+    fn default() -> Self {
+        VariableSource::Environment(String::new())
+    }
+}
+
+/// Names only: the values are credentials.
+impl std::fmt::Debug for Variables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.source {
+            VariableSource::Environment(prefix) => write!(f, "Variables(environment {prefix:?})"),
+            VariableSource::Given(values) => {
+                write!(
+                    f,
+                    "Variables(given {:?})",
+                    values.keys().collect::<Vec<_>>()
+                )
+            }
+        }
+    }
 }
 
 impl Variables {
     /// Variables read as `<prefix><NAME>`.
     pub fn prefixed(prefix: &str) -> Variables {
         Variables {
-            prefix: prefix.to_owned(),
+            source: VariableSource::Environment(prefix.to_owned()),
         }
     }
 
-    /// Whether names are read behind a prefix (then no default that is not
-    /// the repository's own, such as `~/.aws/credentials`, applies).
-    pub fn is_prefixed(&self) -> bool {
-        !self.prefix.is_empty()
+    /// Exactly these values; the environment is not read.
+    pub fn given(values: BTreeMap<String, String>) -> Variables {
+        Variables {
+            source: VariableSource::Given(values),
+        }
     }
 
-    /// The value of `name` (behind the prefix), when set and not empty.
+    /// Whether only the repository's own variables are read (behind a
+    /// prefix, or given): then no default that is not the repository's
+    /// own, such as `~/.aws/credentials`, applies.
+    pub fn is_prefixed(&self) -> bool {
+        match &self.source {
+            VariableSource::Environment(prefix) => !prefix.is_empty(),
+            VariableSource::Given(_) => true,
+        }
+    }
+
+    /// The value of `name`, when set and not empty.
     pub fn get(&self, name: &str) -> Option<String> {
-        std::env::var(format!("{}{name}", self.prefix))
-            .ok()
-            .filter(|v| !v.is_empty())
+        match &self.source {
+            VariableSource::Environment(prefix) => std::env::var(format!("{prefix}{name}")).ok(),
+            VariableSource::Given(values) => values.get(name).cloned(),
+        }
+        .filter(|v| !v.is_empty())
+    }
+
+    /// The given values (none for the environment's): what a message must
+    /// never show.
+    pub fn secrets(&self) -> Vec<String> {
+        match &self.source {
+            VariableSource::Environment(_) => Vec::new(),
+            VariableSource::Given(values) => {
+                values.values().filter(|v| !v.is_empty()).cloned().collect()
+            }
+        }
     }
 }
 

@@ -235,7 +235,7 @@ fn shared_credentials(
 }
 
 /// The keys of `[profile]` in an INI credentials file.
-fn profile_keys(text: &str, profile: &str) -> Option<(String, String, Option<String>)> {
+pub(crate) fn profile_keys(text: &str, profile: &str) -> Option<(String, String, Option<String>)> {
     let (mut id, mut secret, mut token) = (None, None, None);
     let mut inside = false;
     for line in text.lines().map(str::trim) {

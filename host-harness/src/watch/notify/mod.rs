@@ -16,6 +16,7 @@
 
 pub mod event;
 pub mod hook;
+pub mod kubernetes;
 pub mod settings;
 pub mod tracker;
 pub mod webhook;
@@ -25,10 +26,12 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use event::Event;
 use hook::HookSink;
+use kubernetes::KubernetesSink;
 use settings::NotifySettings;
 use tracker::Tracker;
 use webhook::WebhookSink;
 
+use super::discover::Owner;
 use super::metrics::{Metrics, Repo, RepoSinkResult};
 use crate::limits;
 use crate::repo::lockfile::short;
@@ -47,18 +50,21 @@ pub struct Notifier {
 
 impl Notifier {
     /// The notifier of repository `name`; starts its sender thread when
-    /// `settings` has sinks. No text in `hidden` (the repository's location,
-    /// as written and redacted) ever leaves in an event: it is replaced by
-    /// the repository's name.
+    /// `settings` has sinks or the repository has an `owner` (a discovered
+    /// one, whose events become Kubernetes Events on that object). No text
+    /// in `hidden` (the repository's location, as written and redacted, and
+    /// a discovered one's password and storage variables) ever leaves in an
+    /// event: it is replaced by the repository's name.
     pub fn start(
         name: &str,
         settings: NotifySettings,
+        owner: Option<Owner>,
         hidden: Vec<String>,
         metrics: Arc<Metrics>,
     ) -> Notifier {
-        let queue = settings.has_sinks().then(|| {
+        let queue = (settings.has_sinks() || owner.is_some()).then(|| {
             let (tx, rx) = sync_channel(limits::NOTIFY_QUEUE);
-            let sinks = Sinks::of(&settings);
+            let sinks = Sinks::of(&settings, owner);
             let (metrics, name) = (metrics.clone(), name.to_owned());
             std::thread::spawn(move || send_all(&rx, &sinks, &metrics, &name));
             tx
@@ -169,11 +175,13 @@ fn log(event: &Event) {
 struct Sinks {
     webhook: Option<WebhookSink>,
     hook: Option<HookSink>,
+    kubernetes: Option<KubernetesSink>,
 }
 
 impl Sinks {
-    fn of(settings: &NotifySettings) -> Sinks {
+    fn of(settings: &NotifySettings, owner: Option<Owner>) -> Sinks {
         Sinks {
+            kubernetes: owner.map(|o| KubernetesSink::new(o, settings.timeout)),
             webhook: settings
                 .webhook
                 .clone()
@@ -221,6 +229,9 @@ fn send_all(queue: &Receiver<Event>, sinks: &Sinks, metrics: &Metrics, name: &st
                 "notification command failed",
                 hook.deliver(&body),
             );
+        }
+        if let Some(result) = sinks.kubernetes.as_ref().and_then(|k| k.deliver(&event)) {
+            outcome("kubernetes", "Kubernetes Event not created", result);
         }
     }
 }

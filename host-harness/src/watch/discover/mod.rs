@@ -1,0 +1,176 @@
+//! Discovery: the restic repositories the backup operators already define
+//! (watch.toml's `[discover]` table), made into watched repositories at
+//! every round, from the operators' objects and the Secrets they name.
+//!
+//! ```toml
+//! [discover]
+//! velero = true                 # BackupRepository (restic ones) + BackupStorageLocation
+//! stash = true                  # stash.appscode.com Repository
+//! kubestash = false             # not read yet: refused when true
+//! k8up = true                   # k8up.io Schedule and Backup backends
+//! volsync = true                # ReplicationSource and ReplicationDestination
+//! namespaces = ["team-a"]       # optional: only these namespaces
+//! exclude_namespaces = ["dev"]  # optional
+//! every = "1m"                  # how often the objects are read again
+//! interval = "5m"               # each repository's check interval
+//! timeout = "60s"               # per request
+//! mode = "unlock"               # or "report"
+//! inventory_hosts = "^backup-"  # optional: replaces the operators' pod names
+//! ```
+//!
+//! Each repository is named `namespace/Kind/name` after the object that
+//! defines it. What an object does not say (a field, a Secret, a key) is an
+//! error on that repository alone, never a guess; a kind that cannot be
+//! listed (not installed, refused) leaves its repositories as they were.
+
+mod api;
+mod operators;
+mod settings;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use regex::Regex;
+
+pub use api::ClusterView;
+pub use operators::Operator;
+pub use settings::{DiscoverEntry, Template};
+
+use crate::repo::Password;
+
+/// The namespaces discovery looks in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Namespaces {
+    /// Only these, when not empty.
+    pub only: Vec<String>,
+    /// Never these.
+    pub except: Vec<String>,
+}
+
+impl Namespaces {
+    /// Whether objects in `namespace` are looked at.
+    pub fn includes(&self, namespace: &str) -> bool {
+        (self.only.is_empty() || self.only.iter().any(|n| n == namespace))
+            && !self.except.iter().any(|n| n == namespace)
+    }
+}
+
+/// The object a repository was found in: what its name, its Events and its
+/// messages refer to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// `velero.io/v1`.
+    pub api_version: String,
+    /// `BackupRepository`.
+    pub kind: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its uid, when the API gave one.
+    pub uid: Option<String>,
+}
+
+impl Owner {
+    /// `namespace/Kind/name`: the repository's name in logs, metrics and
+    /// notifications.
+    pub fn label(&self) -> String {
+        format!("{}/{}/{}", self.namespace, self.kind, self.name)
+    }
+}
+
+/// A repository found in an object, with everything needed to reach it.
+pub struct Discovered {
+    /// The object it was found in.
+    pub owner: Owner,
+    /// The location, as restic's `-r`.
+    pub location: String,
+    /// Its password.
+    pub password: Password,
+    /// The storage's variables, as the operator hands them to restic.
+    pub variables: BTreeMap<String, String>,
+    /// The pod names its operator runs restic in: the hostnames the pod
+    /// inventory speaks for.
+    pub hosts: Regex,
+}
+
+/// Names only: the rest holds credentials.
+impl std::fmt::Debug for Discovered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Discovered")
+            .field("owner", &self.owner)
+            .field("variables", &self.variables.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one object gave: a repository, or why it gives none.
+pub type Found = Result<Discovered, Unusable>;
+
+/// An object whose repository cannot be watched, and why (never a secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unusable {
+    /// The object's `namespace/Kind/name` ([`Owner::label`]).
+    pub name: String,
+    /// Why.
+    pub why: String,
+}
+
+/// The discovery settings, checked.
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    /// The operators looked at.
+    pub operators: Vec<Operator>,
+    /// Where.
+    pub namespaces: Namespaces,
+    /// How often.
+    pub every: Duration,
+    /// Replaces every operator's pod names, when given.
+    pub inventory_hosts: Option<Regex>,
+}
+
+/// One round's result for one operator: what it found, or why its objects
+/// could not be listed (its repositories are then left as they were).
+pub struct Round {
+    /// The operator.
+    pub operator: Operator,
+    /// Its repositories and unusable objects, or the listing's failure.
+    pub found: Result<Vec<Found>, String>,
+}
+
+impl Discovery {
+    /// One round: every operator's objects, read now. Objects of one
+    /// operator that name the same repository (a K8up Schedule and the
+    /// Backups it made, a VolSync source and destination) give it once,
+    /// named after the first of them by name.
+    pub fn round(&self, view: &ClusterView<'_>) -> Vec<Round> {
+        self.operators
+            .iter()
+            .map(|&operator| Round {
+                operator,
+                found: operator.find(view).map(|found| self.settle(found)),
+            })
+            .collect()
+    }
+
+    /// `found` in name order, each repository once, with the inventory's
+    /// hosts replaced when the settings say so.
+    fn settle(&self, mut found: Vec<Found>) -> Vec<Found> {
+        let label = |f: &Found| match f {
+            Ok(d) => d.owner.label(),
+            Err(u) => u.name.clone(),
+        };
+        found.sort_by_key(label);
+        let mut locations = std::collections::HashSet::new();
+        found.retain(|f| match f {
+            Ok(d) => locations.insert(d.location.clone()),
+            Err(_) => true,
+        });
+        for d in found.iter_mut().flatten() {
+            if let Some(hosts) = &self.inventory_hosts {
+                d.hosts = hosts.clone();
+            }
+        }
+        found
+    }
+}

@@ -1,0 +1,167 @@
+//! watch.toml's `[discover]` table as written, and the settings every
+//! discovered repository is watched with.
+
+use std::time::Duration;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::{Discovered, Discovery, Namespaces, Operator, Unusable};
+use crate::evidence::{EvidenceConfig, InventorySource};
+use crate::kubernetes::pods::KubernetesPods;
+use crate::repo::PasswordSource;
+use crate::repo::backend::Variables;
+use crate::repo::location::Location;
+use crate::repository_settings::{PolicyChoice, RepositorySettings, Timeout};
+use crate::runtime::PolicySource;
+use crate::watch::config::{Defaults, MIN_INTERVAL, Mode, WatchedRepository};
+use crate::watch::notify::settings::NotifySettings;
+
+/// `[discover]` as written (keys in the module's example).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoverEntry {
+    #[serde(default)]
+    velero: bool,
+    #[serde(default)]
+    stash: bool,
+    #[serde(default)]
+    kubestash: bool,
+    #[serde(default)]
+    k8up: bool,
+    #[serde(default)]
+    volsync: bool,
+    #[serde(default)]
+    namespaces: Vec<String>,
+    #[serde(default)]
+    exclude_namespaces: Vec<String>,
+    every: Option<String>,
+    interval: Option<String>,
+    timeout: Option<String>,
+    mode: Option<Mode>,
+    inventory_hosts: Option<String>,
+}
+
+/// How every discovered repository is watched: what a `[[repository]]`
+/// entry would say of it, but for its location, password and variables.
+#[derive(Debug, Clone)]
+pub struct Template {
+    /// Check interval.
+    pub interval: Duration,
+    /// Per request.
+    pub timeout: Timeout,
+    /// Unlock or report.
+    pub mode: Mode,
+    /// The policy (the command line's, else the built-in one).
+    pub policy: PolicyChoice,
+    /// The command line's shadow policy, if any.
+    pub shadow: Option<PolicyChoice>,
+    /// The global `[notify]` table's settings.
+    pub notify: NotifySettings,
+}
+
+impl DiscoverEntry {
+    /// The discovery this table asks for, checked; its repositories are
+    /// watched as `template` says (its interval, timeout and mode replaced
+    /// by the table's own).
+    pub fn settings(&self, mut template: Template) -> Result<(Discovery, Template), String> {
+        if self.kubestash {
+            return Err(
+                "kubestash: KubeStash's repositories are not read yet (one restic \
+                        repository per Snapshot component); turn it off"
+                    .into(),
+            );
+        }
+        let chosen = [self.velero, self.stash, self.k8up, self.volsync];
+        let operators: Vec<Operator> = Operator::ALL
+            .into_iter()
+            .zip(chosen)
+            .filter_map(|(operator, on)| on.then_some(operator))
+            .collect();
+        if operators.is_empty() {
+            return Err("turns on no operator (velero, stash, k8up, volsync)".into());
+        }
+        let duration = |name: &str, text: &Option<String>, default: Duration| match text {
+            None => Ok(default),
+            Some(text) => crate::time::parse_duration(text).map_err(|e| format!("{name}: {e}")),
+        };
+        let every = duration("every", &self.every, Duration::from_secs(60))?;
+        template.interval = duration("interval", &self.interval, template.interval)?;
+        for (name, value) in [("every", every), ("interval", template.interval)] {
+            if value < MIN_INTERVAL {
+                return Err(format!(
+                    "{name} is shorter than {}s",
+                    MIN_INTERVAL.as_secs()
+                ));
+            }
+        }
+        template.timeout =
+            Timeout::new(duration("timeout", &self.timeout, template.timeout.get())?)
+                .map_err(|e| format!("timeout {e}"))?;
+        template.mode = self.mode.unwrap_or(template.mode);
+        let inventory_hosts = match &self.inventory_hosts {
+            Some(regex) => Some(Regex::new(regex).map_err(|e| {
+                format!("inventory_hosts: {}", crate::text::escape(&e.to_string()))
+            })?),
+            None => None,
+        };
+        let discovery = Discovery {
+            operators,
+            namespaces: Namespaces {
+                only: self.namespaces.clone(),
+                except: self.exclude_namespaces.clone(),
+            },
+            every,
+            inventory_hosts,
+        };
+        Ok((discovery, template))
+    }
+}
+
+impl Template {
+    /// What the command line gives (`defaults`), with the global `notify`:
+    /// checks every 5 minutes in unlock mode, with the default timeout.
+    pub fn of(defaults: &Defaults, notify: NotifySettings) -> Template {
+        let choice = |source: Option<&PolicySource>| PolicyChoice {
+            source: source.cloned().unwrap_or(PolicySource::Builtin),
+            settings: Vec::new(),
+        };
+        Template {
+            interval: Duration::from_secs(300),
+            timeout: Timeout::DEFAULT,
+            mode: Mode::Unlock,
+            policy: choice(defaults.policy.as_ref()),
+            shadow: defaults.shadow_policy.as_ref().map(|s| choice(Some(s))),
+            notify,
+        }
+    }
+
+    /// `found` as a watched repository, or why it cannot be one.
+    pub fn watched(&self, found: Discovered) -> Result<WatchedRepository, Unusable> {
+        let location = Location::parse(&found.location).map_err(|e| Unusable {
+            name: found.owner.label(),
+            why: format!("its repository: {e}"),
+        })?;
+        let timeout = self.timeout;
+        Ok(WatchedRepository {
+            name: found.owner.label(),
+            settings: RepositorySettings {
+                location,
+                password: PasswordSource::Value(found.password),
+                variables: Variables::given(found.variables),
+                timeout,
+                evidence: EvidenceConfig {
+                    trust_local_pids: false,
+                    inventory: Some((InventorySource::Kubernetes(KubernetesPods), found.hosts)),
+                    timeout: timeout.get(),
+                },
+                policy: self.policy.clone(),
+                shadow: self.shadow.clone(),
+            },
+            interval: self.interval,
+            mode: self.mode,
+            notify: self.notify.clone(),
+            owner: Some(found.owner),
+        })
+    }
+}
