@@ -10,6 +10,7 @@ pub mod fault_proxy;
 pub mod guard;
 pub mod hostile_s3;
 pub mod http_wire;
+pub mod kube_emulator;
 pub mod lock_writer;
 pub mod metrics;
 pub mod node_host;
