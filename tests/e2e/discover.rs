@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use lockwarden_tests::cloud::{Bucket, S3_ACCESS_KEY_ID, S3_SECRET_KEY, Store};
 use lockwarden_tests::guard::{Guarded, wait_until};
 use lockwarden_tests::kube_emulator::KubeEmulator;
 use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
@@ -66,6 +67,23 @@ fn watch(dir: &Path, config: &Path, kubeconfig: &Path, pod_name: &str) -> Guarde
             .env("POD_NAMESPACE", "lockwarden")
             .env("POD_NAME", pod_name),
     )
+}
+
+/// How long a discovered repository may take to be cleaned before the
+/// test gives up: generous, not a timing assertion.
+const CLEAN_GUARD: Duration = Duration::from_secs(60);
+
+/// Waits until `condition` holds; otherwise stops `watch` and panics with
+/// its log, naming `what`.
+fn wait_for(watch: Guarded, what: &str, mut condition: impl FnMut() -> bool) -> Guarded {
+    let deadline = std::time::Instant::now() + CLEAN_GUARD;
+    while !condition() {
+        if std::time::Instant::now() > deadline {
+            panic!("never happened: {what}; watch's log:\n{}", stop(watch));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    watch
 }
 
 fn stop(watch: Guarded) -> String {
@@ -208,4 +226,234 @@ fn two_replicas_elect_one_leader_and_a_forbidden_secret_stops_only_its_repositor
         !logs.contains(PASSWORD),
         "the password reached the log:\n{logs}"
     );
+}
+
+/// The operators' own sample objects (tests/fixtures/kubernetes/, each
+/// file says where it came from) with their placeholders filled in: the S3
+/// buckets, keys and password of this test.
+fn samples(dir: &Path, fills: &[(&str, String)], files: &[&str]) -> Vec<PathBuf> {
+    let fixtures = PathBuf::from(lockwarden_tests::TESTS_DIR).join("fixtures/kubernetes");
+    files
+        .iter()
+        .map(|file| {
+            let mut text = std::fs::read_to_string(fixtures.join(file)).expect("read a sample");
+            for (name, value) in fills {
+                text = text.replace(&format!("${{{name}}}"), value);
+            }
+            let path = dir.join(file);
+            std::fs::write(&path, text).expect("write a sample");
+            path
+        })
+        .collect()
+}
+
+/// One repository of the samples: where it is in which bucket, the lock of
+/// a holder gone, and a running pod of the same operator (so that the pod
+/// list covers its pod names).
+struct Sample {
+    repo: TestRepo,
+    gone: String,
+}
+
+impl Sample {
+    fn new(bucket: &Bucket, prefix: &str, gone_host: &str, hours_old: i64) -> Sample {
+        let repo = bucket.init_repo(prefix);
+        let gone = LockWriter::new(&repo).write(LockSpec {
+            hostname: gone_host,
+            time: time_from_now(-hours_old * 3600),
+            ..LockSpec::default()
+        });
+        Sample { repo, gone }
+    }
+}
+
+/// A running pod `name` in `namespace`, as [`pod`].
+fn pod_in(namespace: &str, name: &str) -> Value {
+    let mut pod = pod(name);
+    pod["metadata"]["namespace"] = json!(namespace);
+    pod
+}
+
+/// `watch` started with only `[discover]`, all five operators on, over the
+/// operators' own sample objects: each operator's repository on S3 (moto)
+/// loses the lock of its gone holder (KubeStash's pods follow no known
+/// pattern, so its lock goes by age), the kopia BackupRepository and the
+/// K8up Backup without a backend are left alone, a running node-agent's
+/// lock stays, Events name each owner, and nothing secret is logged. Then
+/// an object deleted while `watch` runs stops its repository, and one
+/// added is picked up.
+#[test]
+fn the_operators_sample_objects_are_discovered_and_cleaned() {
+    let bucket = Store::S3.new_bucket();
+    let velero = Sample::new(&bucket, "restic/nginx-example", "node-agent-x2b8q", 0);
+    let live = LockWriter::new(&velero.repo).write(LockSpec {
+        hostname: "node-agent-7f9c4",
+        time: time_from_now(-60),
+        ..LockSpec::default()
+    });
+    let stash = Sample::new(
+        &bucket,
+        "backup/demo/deployment/stash-demo",
+        "stash-backup-s-0-x2b8q",
+        0,
+    );
+    let kubestash = Sample::new(
+        &bucket,
+        "demo/dep/repository/v1/demo-session/dump",
+        "kubestash-x2b8q",
+        2,
+    );
+    // K8up names no prefix: its repository is the bucket's root, here a
+    // path in the bucket, which restic takes the same way.
+    let k8up = Sample::new(&bucket, "k8up", "backup-schedule-test-0-x2b8q", 0);
+    let volsync = Sample::new(
+        &bucket,
+        "restic-repo",
+        "volsync-src-database-source-x2b8q",
+        0,
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let endpoint = format!("http://{}", bucket.addr());
+    let local = dir.path().join("no-repository-here");
+    let fill = |name: &str| {
+        vec![
+            ("S3_ENDPOINT", endpoint.clone()),
+            ("S3_BUCKET", name.to_owned()),
+            ("ACCESS_KEY", S3_ACCESS_KEY_ID.to_owned()),
+            ("SECRET_KEY", S3_SECRET_KEY.to_owned()),
+            ("PASSWORD", PASSWORD.to_owned()),
+            ("LOCAL_PATH", local.display().to_string()),
+            ("AZURE_ENDPOINT", "http://127.0.0.1:9".to_owned()),
+        ]
+    };
+    let mut files = samples(
+        dir.path(),
+        &fill(&bucket.name),
+        &[
+            "velero.yaml",
+            "stash.yaml",
+            "kubestash.yaml",
+            "volsync.yaml",
+        ],
+    );
+    files.extend(samples(
+        dir.path(),
+        &fill(&format!("{}/k8up", bucket.name)),
+        &["k8up.yaml"],
+    ));
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let kube = KubeEmulator::start(&paths);
+    kube.apply(json!([
+        pod_in("velero", "node-agent-7f9c4"),
+        pod_in("demo", "stash-backup-s-1-live1"),
+        pod_in("k8up-demo", "backup-schedule-test-1-live1"),
+        pod_in("source", "volsync-src-database-source-live1"),
+    ]));
+    let kubeconfig = kube.write_kubeconfig(dir.path());
+    let config = dir.path().join("watch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir = \"{}\"\n[discover]\nvelero = true\nstash = true\nkubestash = true\nk8up = true\nvolsync = true\nevery = \"1s\"\ninterval = \"1s\"\ntimeout = \"10s\"\n",
+            dir.path().join("state").display()
+        ),
+    )
+    .expect("write config");
+    let mut watch = watch(dir.path(), &config, &kubeconfig, "lockwarden-0");
+    for (what, sample) in [
+        ("Velero", &velero),
+        ("Stash", &stash),
+        ("KubeStash", &kubestash),
+        ("K8up", &k8up),
+        ("VolSync", &volsync),
+    ] {
+        watch = wait_for(watch, &format!("{what}'s stale lock is removed"), || {
+            !sample.repo.lock_ids().contains(&sample.gone)
+        });
+    }
+    let owners = [
+        ("velero", "BackupRepository", "nginx-example-default-restic"),
+        ("demo", "Repository", "minio-repo"),
+        ("demo", "Repository", "minio-demo-repo"),
+        ("k8up-demo", "Schedule", "schedule-test"),
+        ("source", "ReplicationDestination", "database-destination"),
+    ];
+    for (namespace, kind, name) in owners {
+        watch = wait_for(
+            watch,
+            &format!("an Event on {namespace}/{kind}/{name}"),
+            || {
+                kube.list(&format!("/api/v1/namespaces/{namespace}/events"))["items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|e| {
+                        e["involvedObject"]["kind"] == kind && e["involvedObject"]["name"] == name
+                    })
+            },
+        );
+    }
+    // Deleted while watch runs: its repository is no longer watched.
+    kube.delete(
+        "volsync.backube/v1alpha1",
+        "ReplicationSource",
+        Some("source"),
+        "database-source",
+    );
+    kube.delete(
+        "volsync.backube/v1alpha1",
+        "ReplicationDestination",
+        Some("source"),
+        "database-destination",
+    );
+    // Added while watch runs: a second Stash Repository on the same Secret.
+    let added = bucket.init_repo("added");
+    let added_gone = LockWriter::new(&added).write(LockSpec {
+        hostname: "stash-backup-added-0-x2b8q",
+        ..LockSpec::default()
+    });
+    kube.apply(
+        json!({"apiVersion": "stash.appscode.com/v1alpha1", "kind": "Repository",
+        "metadata": {"name": "added", "namespace": "demo"},
+        "spec": {"backend": {"s3": {"endpoint": endpoint, "bucket": bucket.name, "prefix": "added"},
+                             "storageSecretName": "minio-secret"}}}),
+    );
+    watch = wait_for(
+        watch,
+        "the added Repository's stale lock is removed",
+        || !added.lock_ids().contains(&added_gone),
+    );
+    let log = stop(watch);
+    assert!(
+        velero.repo.lock_ids().contains(&live),
+        "a running node-agent's lock was removed:\n{log}"
+    );
+    for gone in [
+        "source/ReplicationDestination/database-destination",
+        "source/ReplicationSource/local-source",
+    ] {
+        assert!(
+            log.contains(&format!("{gone}")),
+            "{gone} never named:\n{log}"
+        );
+    }
+    assert!(
+        log.contains("no longer watched: its object is gone"),
+        "{log}"
+    );
+    assert!(
+        log.contains("velero/BackupRepository/app-secondary-restic"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("nginx-example-default-kopia"),
+        "the kopia repository was looked at:\n{log}"
+    );
+    assert!(
+        log.contains("k8up-demo/Backup/k8up-test"),
+        "the K8up Backup without a backend is not reported:\n{log}"
+    );
+    for secret in [PASSWORD, S3_SECRET_KEY] {
+        assert!(!log.contains(secret), "a secret reached the log:\n{log}");
+    }
 }

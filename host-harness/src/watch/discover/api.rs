@@ -33,11 +33,18 @@ impl<'a> ClusterView<'a> {
     }
 
     /// Every object of `plural` in `group_version` (`velero.io/v1`) in the
-    /// namespaces asked for. A refusal or a kind the cluster does not know
-    /// fails the whole kind.
+    /// namespaces asked for. A kind the cluster does not serve (404: its
+    /// operator, or that version of it, is not installed) has no objects;
+    /// a refusal or any other failure fails the whole kind.
     pub fn objects(&self, group_version: &str, plural: &str) -> Result<Vec<Value>, KubeError> {
         let path = format!("/apis/{group_version}/{plural}");
-        let items = self.client.list(self.timeout, &path)?;
+        let items = match self.client.list(self.timeout, &path) {
+            Err(e) if e.code() == Some(404) => {
+                tracing::debug!("{group_version} {plural}: not served by this cluster");
+                Vec::new()
+            }
+            other => other?,
+        };
         Ok(items
             .into_iter()
             .filter(|item| {

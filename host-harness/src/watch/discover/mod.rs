@@ -6,7 +6,7 @@
 //! [discover]
 //! velero = true                 # BackupRepository (restic ones) + BackupStorageLocation
 //! stash = true                  # stash.appscode.com Repository
-//! kubestash = false             # not read yet: refused when true
+//! kubestash = true              # storage.kubestash.com Repository + BackupStorage + Snapshot
 //! k8up = true                   # k8up.io Schedule and Backup backends
 //! volsync = true                # ReplicationSource and ReplicationDestination
 //! namespaces = ["team-a"]       # optional: only these namespaces
@@ -19,7 +19,7 @@
 //! ```
 //!
 //! Each repository is named `namespace/Kind/name` after the object that
-//! defines it. What an object does not say (a field, a Secret, a key) is an
+//! defines it (and `/component path` for KubeStash's). What an object does not say (a field, a Secret, a key) is an
 //! error on that repository alone, never a guess; a kind that cannot be
 //! listed (not installed, refused) leaves its repositories as they were.
 
@@ -83,6 +83,9 @@ impl Owner {
 pub struct Discovered {
     /// The object it was found in.
     pub owner: Owner,
+    /// Which of the object's repositories, when it has several (a KubeStash
+    /// Repository's component path).
+    pub part: Option<String>,
     /// The location, as restic's `-r`.
     pub location: String,
     /// Its password.
@@ -90,8 +93,19 @@ pub struct Discovered {
     /// The storage's variables, as the operator hands them to restic.
     pub variables: BTreeMap<String, String>,
     /// The pod names its operator runs restic in: the hostnames the pod
-    /// inventory speaks for.
-    pub hosts: Regex,
+    /// inventory speaks for (`None`: no pattern is known, and pods are no
+    /// evidence).
+    pub hosts: Option<Regex>,
+}
+
+impl Discovered {
+    /// Its name: `namespace/Kind/name`, and `/part` when it has one.
+    pub fn name(&self) -> String {
+        match &self.part {
+            Some(part) => format!("{}/{part}", self.owner.label()),
+            None => self.owner.label(),
+        }
+    }
 }
 
 /// Names only: the rest holds credentials.
@@ -157,7 +171,7 @@ impl Discovery {
     /// hosts replaced when the settings say so.
     fn settle(&self, mut found: Vec<Found>) -> Vec<Found> {
         let label = |f: &Found| match f {
-            Ok(d) => d.owner.label(),
+            Ok(d) => d.name(),
             Err(u) => u.name.clone(),
         };
         found.sort_by_key(label);
@@ -168,7 +182,7 @@ impl Discovery {
         });
         for d in found.iter_mut().flatten() {
             if let Some(hosts) = &self.inventory_hosts {
-                d.hosts = hosts.clone();
+                d.hosts = Some(hosts.clone());
             }
         }
         found

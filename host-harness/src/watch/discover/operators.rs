@@ -2,6 +2,7 @@
 //! it hands them to restic (one module each).
 
 mod k8up;
+mod kubestash;
 mod stash;
 mod velero;
 mod volsync;
@@ -25,6 +26,9 @@ pub enum Operator {
     Velero,
     /// Stash's Repository objects.
     Stash,
+    /// KubeStash's Repository objects, one repository per restic component.
+    #[serde(rename = "kubestash")]
+    KubeStash,
     /// K8up's Schedule and Backup objects.
     #[serde(rename = "k8up")]
     K8up,
@@ -35,9 +39,10 @@ pub enum Operator {
 
 impl Operator {
     /// Every operator, in the order they are listed.
-    pub const ALL: [Operator; 4] = [
+    pub const ALL: [Operator; 5] = [
         Operator::Velero,
         Operator::Stash,
+        Operator::KubeStash,
         Operator::K8up,
         Operator::VolSync,
     ];
@@ -47,6 +52,7 @@ impl Operator {
         match self {
             Operator::Velero => "velero",
             Operator::Stash => "stash",
+            Operator::KubeStash => "kubestash",
             Operator::K8up => "k8up",
             Operator::VolSync => "volsync",
         }
@@ -57,6 +63,7 @@ impl Operator {
         let found = match self {
             Operator::Velero => velero::find(view),
             Operator::Stash => stash::find(view),
+            Operator::KubeStash => kubestash::find(view),
             Operator::K8up => k8up::find(view),
             Operator::VolSync => volsync::find(view),
         };
@@ -77,10 +84,13 @@ fn owner(object: &Value, api_version: &str, kind: &str) -> Option<Owner> {
 
 /// What one object's repository is made of, before it is checked.
 struct Parts {
+    /// Which of the object's repositories, when it has several.
+    part: Option<String>,
     location: String,
     password: String,
     variables: BTreeMap<String, String>,
-    hosts: &'static str,
+    /// The pod names restic runs in, if a pattern is known.
+    hosts: Option<&'static str>,
 }
 
 /// The schemes a discovered repository may use: those whose backends read
@@ -107,12 +117,13 @@ fn discovered(owner: Owner, parts: Result<Parts, String>) -> Found {
     if parts.password.is_empty() {
         return Err(unusable(owner, "its repository password is empty".into()));
     }
-    let hosts = match Regex::new(parts.hosts) {
+    let hosts = match parts.hosts.map(Regex::new).transpose() {
         Ok(hosts) => hosts,
         Err(e) => return Err(unusable(owner, e.to_string())),
     };
     Ok(Discovered {
         owner,
+        part: parts.part,
         location: parts.location,
         password: Password::new(parts.password.into_bytes()),
         variables: parts.variables,
@@ -140,4 +151,21 @@ fn each(
             Some(discovered(owner, parts))
         })
         .collect())
+}
+
+/// `a` and `b` joined and cleaned as Go's `filepath.Join` does (Stash and
+/// KubeStash build their paths so): empty and `.` parts dropped, `..` going up, no
+/// leading or trailing `/`.
+fn clean_join(a: &str, b: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in a.split('/').chain(b.split('/')) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    parts.join("/")
 }

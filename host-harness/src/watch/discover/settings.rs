@@ -65,21 +65,20 @@ impl DiscoverEntry {
     /// watched as `template` says (its interval, timeout and mode replaced
     /// by the table's own).
     pub fn settings(&self, mut template: Template) -> Result<(Discovery, Template), String> {
-        if self.kubestash {
-            return Err(
-                "kubestash: KubeStash's repositories are not read yet (one restic \
-                        repository per Snapshot component); turn it off"
-                    .into(),
-            );
-        }
-        let chosen = [self.velero, self.stash, self.k8up, self.volsync];
+        let chosen = [
+            self.velero,
+            self.stash,
+            self.kubestash,
+            self.k8up,
+            self.volsync,
+        ];
         let operators: Vec<Operator> = Operator::ALL
             .into_iter()
             .zip(chosen)
             .filter_map(|(operator, on)| on.then_some(operator))
             .collect();
         if operators.is_empty() {
-            return Err("turns on no operator (velero, stash, k8up, volsync)".into());
+            return Err("turns on no operator (velero, stash, kubestash, k8up, volsync)".into());
         }
         let duration = |name: &str, text: &Option<String>, default: Duration| match text {
             None => Ok(default),
@@ -139,12 +138,12 @@ impl Template {
     /// `found` as a watched repository, or why it cannot be one.
     pub fn watched(&self, found: Discovered) -> Result<WatchedRepository, Unusable> {
         let location = Location::parse(&found.location).map_err(|e| Unusable {
-            name: found.owner.label(),
+            name: found.name(),
             why: format!("its repository: {e}"),
         })?;
         let timeout = self.timeout;
         Ok(WatchedRepository {
-            name: found.owner.label(),
+            name: found.name(),
             settings: RepositorySettings {
                 location,
                 password: PasswordSource::Value(found.password),
@@ -152,7 +151,9 @@ impl Template {
                 timeout,
                 evidence: EvidenceConfig {
                     trust_local_pids: false,
-                    inventory: Some((InventorySource::Kubernetes(KubernetesPods), found.hosts)),
+                    inventory: found
+                        .hosts
+                        .map(|hosts| (InventorySource::Kubernetes(KubernetesPods), hosts)),
                     timeout: timeout.get(),
                 },
                 policy: self.policy.clone(),

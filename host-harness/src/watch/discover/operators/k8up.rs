@@ -91,9 +91,10 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
         return Err("only its s3 and azure backends are read".into());
     };
     Ok(Parts {
+        part: None,
         location,
         password,
         variables,
-        hosts: "^(backup|check|prune|archive|restore)-",
+        hosts: Some("^(backup|check|prune|archive|restore)-"),
     })
 }

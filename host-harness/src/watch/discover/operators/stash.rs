@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::super::Found;
 use super::super::api::{ClusterView, text};
-use super::{Parts, each};
+use super::{Parts, clean_join, each};
 
 const GROUP_VERSION: &str = "stash.appscode.com/v1alpha1";
 
@@ -61,36 +61,23 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
         return Err("only its s3, azure and gcs backends are read".into());
     };
     Ok(Parts {
+        part: None,
         location,
         password,
         variables,
-        hosts: "^stash-(backup|restore)-",
+        hosts: Some("^stash-(backup|restore)-"),
     })
-}
-
-/// `a` and `b` joined and cleaned as Go's `filepath.Join` does (Stash
-/// builds the path so): empty and `.` parts dropped, `..` going up, no
-/// leading or trailing `/`.
-fn clean_join(a: &str, b: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in a.split('/').chain(b.split('/')) {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            part => parts.push(part),
-        }
-    }
-    parts.join("/")
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn paths_are_joined_as_stash_joins_them() {
-        assert_eq!(super::clean_join("b", "/backup/demo/"), "b/backup/demo");
-        assert_eq!(super::clean_join("b", ""), "b");
-        assert_eq!(super::clean_join("", "/x/./y/../z"), "x/z");
+        assert_eq!(
+            super::super::clean_join("b", "/backup/demo/"),
+            "b/backup/demo"
+        );
+        assert_eq!(super::super::clean_join("b", ""), "b");
+        assert_eq!(super::super::clean_join("", "/x/./y/../z"), "x/z");
     }
 }

@@ -78,10 +78,11 @@ fn parts(
         );
     };
     Ok(Parts {
+        part: None,
         location: location.to_owned(),
         password,
         variables,
-        hosts: HOSTS,
+        hosts: Some(HOSTS),
     })
 }
 

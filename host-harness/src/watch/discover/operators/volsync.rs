@@ -49,9 +49,10 @@ fn parts(view: &ClusterView<'_>, namespace: &str, secret: &str) -> Result<Parts,
         .remove("RESTIC_PASSWORD")
         .ok_or_else(|| format!("its Secret {secret} has no RESTIC_PASSWORD"))?;
     Ok(Parts {
+        part: None,
         location,
         password,
         variables,
-        hosts: "^volsync-(src|dst)-",
+        hosts: Some("^volsync-(src|dst)-"),
     })
 }

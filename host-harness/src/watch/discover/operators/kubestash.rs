@@ -1,0 +1,154 @@
+//! KubeStash: a `Repository` (storage.kubestash.com/v1alpha1) holds one
+//! restic repository per backed-up component, at
+//! `<storage prefix>/<spec.path>/<component path>` on the `BackupStorage`
+//! its `spec.storageRef` names. Which component paths are restic's is what
+//! the Repository's Snapshots say (`status.components.<name>.driver` is
+//! `Restic`; WalG, Medusa and the others are not restic). Its password is
+//! `RESTIC_PASSWORD` in `spec.encryptionSecret`; the storage's keys are in
+//! the Secret the BackupStorage names (`secretName`), in the
+//! BackupStorage's namespace. The pods restic runs in follow no documented
+//! pattern, so pods are no evidence for these (unless `inventory_hosts`
+//! says which they are); their locks are judged by their age.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::super::Found;
+use super::super::api::{ClusterView, text};
+use super::{Parts, clean_join, discovered, owner};
+
+const GROUP_VERSION: &str = "storage.kubestash.com/v1alpha1";
+
+/// The restic repositories of every KubeStash Repository.
+pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, String> {
+    let list = |plural: &str| {
+        view.objects(GROUP_VERSION, plural)
+            .map_err(|e| e.to_string())
+    };
+    let storages = list("backupstorages")?;
+    let snapshots = list("snapshots")?;
+    let mut found = Vec::new();
+    for object in list("repositories")? {
+        let Some(owner) = owner(&object, GROUP_VERSION, "Repository") else {
+            continue;
+        };
+        let paths = restic_paths(&snapshots, &owner.namespace, &owner.name);
+        match parts(view, &object, &storages, &owner.namespace, &paths) {
+            Ok(parts) => found.extend(parts.into_iter().map(|p| discovered(owner.clone(), Ok(p)))),
+            Err(why) => found.push(discovered(owner, Err(why))),
+        }
+    }
+    Ok(found)
+}
+
+/// The component paths the Snapshots of Repository `name` in `namespace`
+/// say restic wrote.
+fn restic_paths(snapshots: &[Value], namespace: &str, name: &str) -> BTreeSet<String> {
+    snapshots
+        .iter()
+        .filter(|s| {
+            text(s, "/metadata/namespace") == Some(namespace)
+                && text(s, "/spec/repository") == Some(name)
+        })
+        .filter_map(|s| s.pointer("/status/components").and_then(Value::as_object))
+        .flat_map(|components| components.values())
+        .filter(|c| text(c, "/driver") == Some("Restic"))
+        .filter_map(|c| text(c, "/path").map(str::to_owned))
+        .collect()
+}
+
+fn parts(
+    view: &ClusterView<'_>,
+    object: &Value,
+    storages: &[Value],
+    namespace: &str,
+    paths: &BTreeSet<String>,
+) -> Result<Vec<Parts>, String> {
+    let storage_name = text(object, "/spec/storageRef/name").ok_or("it has no spec.storageRef")?;
+    let storage_ns = text(object, "/spec/storageRef/namespace").unwrap_or(namespace);
+    let storage = storages
+        .iter()
+        .find(|s| {
+            text(s, "/metadata/namespace") == Some(storage_ns)
+                && text(s, "/metadata/name") == Some(storage_name)
+        })
+        .ok_or_else(|| format!("its BackupStorage {storage_ns}/{storage_name} does not exist"))?;
+    let secret_ns = text(object, "/spec/encryptionSecret/namespace").unwrap_or(namespace);
+    let secret =
+        text(object, "/spec/encryptionSecret/name").ok_or("it has no spec.encryptionSecret")?;
+    let password = view.secret_value(secret_ns, secret, "RESTIC_PASSWORD")?;
+    let (base, variables) = backend(view, storage, storage_ns)?;
+    let repo_path = text(object, "/spec/path").unwrap_or("");
+    Ok(paths
+        .iter()
+        .map(|component| Parts {
+            part: Some(component.clone()),
+            location: base(&clean_join(repo_path, component)),
+            password: password.clone(),
+            variables: variables.clone(),
+            hosts: None,
+        })
+        .collect())
+}
+
+/// How a path in the BackupStorage becomes a location, and the storage's
+/// variables.
+type Backend = (Box<dyn Fn(&str) -> String>, BTreeMap<String, String>);
+
+fn backend(view: &ClusterView<'_>, storage: &Value, namespace: &str) -> Result<Backend, String> {
+    let provider =
+        text(storage, "/spec/storage/provider").ok_or("its BackupStorage names no provider")?;
+    let spec = storage
+        .pointer(&format!("/spec/storage/{provider}"))
+        .ok_or_else(|| format!("its BackupStorage has no {provider} settings"))?;
+    let mut variables = BTreeMap::new();
+    let keys: &[&str] = match provider {
+        "s3" => &["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"],
+        "azure" => &["AZURE_ACCOUNT_KEY"],
+        _ => {
+            return Err(format!(
+                "its BackupStorage is on {provider}, which discovery does not read"
+            ));
+        }
+    };
+    if let Some(secret) = text(spec, "/secretName") {
+        for key in keys {
+            variables.insert(
+                (*key).to_owned(),
+                view.secret_value(namespace, secret, key)?,
+            );
+        }
+    }
+    let prefix = text(spec, "/prefix").unwrap_or("").to_owned();
+    if provider == "azure" {
+        let container = text(spec, "/container")
+            .ok_or("its azure storage has no container")?
+            .to_owned();
+        let account =
+            text(spec, "/storageAccount").ok_or("its azure storage has no storageAccount")?;
+        variables.insert("AZURE_ACCOUNT_NAME".into(), account.to_owned());
+        return Ok((
+            Box::new(move |path| format!("azure:{container}:/{}", clean_join(&prefix, path))),
+            variables,
+        ));
+    }
+    let endpoint = text(spec, "/endpoint")
+        .ok_or("its s3 storage has no endpoint")?
+        .to_owned();
+    let bucket = text(spec, "/bucket")
+        .ok_or("its s3 storage has no bucket")?
+        .to_owned();
+    if let Some(region) = text(spec, "/region") {
+        variables.insert("AWS_DEFAULT_REGION".into(), region.to_owned());
+    }
+    Ok((
+        Box::new(move |path| {
+            format!(
+                "s3:{endpoint}/{}",
+                clean_join(&clean_join(&bucket, &prefix), path)
+            )
+        }),
+        variables,
+    ))
+}
