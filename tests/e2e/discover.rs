@@ -11,7 +11,8 @@ use lockwarden_tests::guard::{Guarded, wait_until};
 use lockwarden_tests::kube_emulator::KubeEmulator;
 use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::lockwarden;
-use lockwarden_tests::restic::{PASSWORD, TestRepo};
+use lockwarden_tests::metrics::scrape_until;
+use lockwarden_tests::restic::{PASSWORD, TestRepo, free_port};
 use serde_json::{Value, json};
 
 /// How long a stopped `watch` may take before the test calls it hung.
@@ -456,4 +457,78 @@ fn the_operators_sample_objects_are_discovered_and_cleaned() {
     for secret in [PASSWORD, S3_SECRET_KEY] {
         assert!(!log.contains(secret), "a secret reached the log:\n{log}");
     }
+}
+
+/// In report mode a stale lock is kept and told once: one `StaleLockKept`
+/// Event however many checks see it, and the metrics count it without any
+/// secret in them. A pod list the API refuses (403) proves no pod gone:
+/// then the same lock is kept in unlock mode too.
+#[test]
+fn report_mode_tells_a_kept_lock_once_and_a_refused_pod_list_proves_nothing() {
+    let repo = TestRepo::init_local();
+    let kube = KubeEmulator::start(&[]);
+    kube.apply(volsync_objects("data", &repo, "volsync-src-data-7f9c4"));
+    let gone = LockWriter::new(&repo).write(LockSpec {
+        hostname: "volsync-src-data-x2b8q",
+        ..LockSpec::default()
+    });
+    let dir = repo.dir.path();
+    let kubeconfig = kube.write_kubeconfig(dir);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let report = discover_config(dir, &format!("metrics_addr = \"{addr}\""));
+    let text = std::fs::read_to_string(&report).expect("read config") + "mode = \"report\"\n";
+    std::fs::write(&report, text).expect("write config");
+    let reporting = watch(dir, &report, &kubeconfig, "lockwarden-0");
+    let label = r#"repository="app/ReplicationSource/data""#;
+    let metrics = scrape_until(&addr, |m| {
+        m.lines().any(|l| {
+            l.starts_with("lockwarden_check_duration_seconds_count")
+                && l.contains(label)
+                && !l.ends_with(" 1")
+        })
+    });
+    let reporting = wait_for(reporting, "a StaleLockKept Event", || {
+        event_reasons(&kube, "data").contains(&"StaleLockKept".to_owned())
+    });
+    // More checks see the same lock; none tells it again.
+    let seen = scrape_until(&addr, |m| {
+        m.lines().any(|l| {
+            l.starts_with("lockwarden_check_duration_seconds_count")
+                && l.contains(label)
+                && l.ends_with(" 5")
+        })
+    });
+    let log = stop(reporting);
+    let kept_events = event_reasons(&kube, "data")
+        .iter()
+        .filter(|r| *r == "StaleLockKept")
+        .count();
+    assert_eq!(kept_events, 1, "{log}");
+    assert!(
+        repo.lock_ids().contains(&gone),
+        "report mode removed a lock:\n{log}"
+    );
+    assert!(
+        seen.contains(&format!("lockwarden_stale_locks_not_removed{{{label}}} 1")),
+        "{seen}"
+    );
+    for text in [&metrics, &seen, &log] {
+        assert!(!text.contains(PASSWORD), "the password is out:\n{text}");
+    }
+    // Unlock mode, but the pods cannot be listed: nothing proves the holder gone.
+    kube.forbid("list", "pods", None, None);
+    let unlock = discover_config(dir, "");
+    let unlocking = watch(dir, &unlock, &kubeconfig, "lockwarden-0");
+    let unlocking = wait_for(unlocking, "a refused pod list", || {
+        kube.requests()
+            .iter()
+            .any(|r| r.path == "/api/v1/pods" && r.status == 403)
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let log = stop(unlocking);
+    assert!(
+        repo.lock_ids().contains(&gone),
+        "a lock was removed without evidence:\n{log}"
+    );
+    assert!(log.contains("host inventory unusable"), "{log}");
 }
