@@ -38,10 +38,17 @@ pub const POLICY: u64 = 64 * 1024 * 1024;
 pub const REQUEST: u64 = 64 * 1024 * 1024;
 /// A host inventory (a PodList of a large cluster is tens of MiB).
 pub const INVENTORY: u64 = 128 * 1024 * 1024;
-/// One answer of the Kubernetes API (a page of 500 pods is about 5 MiB).
-pub const KUBERNETES_RESPONSE: usize = 64 * 1024 * 1024;
+/// One answer of the Kubernetes API (a page of 500 pods is about 5 MiB; the
+/// API holds no object over about 1.5 MiB).
+pub const KUBERNETES_RESPONSE: usize = 32 * 1024 * 1024;
 /// Items of one Kubernetes list, over all its pages: more is an error.
-pub const KUBERNETES_ITEMS: usize = 200_000;
+pub const KUBERNETES_ITEMS: usize = 100_000;
+/// Bytes of one Kubernetes list, over all its pages (as a host inventory
+/// file may be): more is an error.
+pub const KUBERNETES_LIST: usize = 128 * 1024 * 1024;
+/// Repositories one `watch` discovers and watches at most (a thread each,
+/// and one for its notifications); the others are reported, not watched.
+pub const DISCOVERED_REPOSITORIES: usize = 1000;
 /// The watch configuration.
 pub const WATCH_CONFIG: u64 = 1024 * 1024;
 /// A REST listing of `locks/` or `keys/` (100,000 entries are about 10 MiB).

@@ -19,12 +19,20 @@ use serde_json::{Value, json};
 const STOP_GUARD: Duration = Duration::from_secs(10);
 
 /// A VolSync ReplicationSource `name` in namespace `app` whose repository
-/// Secret names `repo`, and a running mover pod `live` started an hour ago.
+/// Secret names `repo` (on S3, with its keys), and a running mover pod
+/// `live` started an hour ago.
 fn volsync_objects(name: &str, repo: &TestRepo, live: &str) -> Value {
+    let mut secret: serde_json::Map<String, Value> = repo
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    secret.insert("RESTIC_REPOSITORY".into(), json!(repo.location));
+    secret.insert("RESTIC_PASSWORD".into(), json!(PASSWORD));
     json!([
         {"apiVersion": "v1", "kind": "Secret",
          "metadata": {"name": format!("{name}-restic"), "namespace": "app"},
-         "stringData": {"RESTIC_REPOSITORY": repo.location, "RESTIC_PASSWORD": PASSWORD}},
+         "stringData": secret},
         {"apiVersion": "volsync.backube/v1alpha1", "kind": "ReplicationSource",
          "metadata": {"name": name, "namespace": "app"},
          "spec": {"sourcePVC": "data", "restic": {"repository": format!("{name}-restic")}}},
@@ -114,10 +122,35 @@ fn event_reasons(kube: &KubeEmulator, name: &str) -> Vec<String> {
 /// repository's password anywhere it logs.
 #[test]
 fn discovery_removes_a_gone_pods_lock_and_keeps_a_running_ones() {
-    let repo = TestRepo::init_local();
+    let bucket = Store::S3.new_bucket();
+    let repo = bucket.init_repo("data");
     let kube = KubeEmulator::start(&[]);
     let live = "volsync-src-data-7f9c4";
-    kube.apply(volsync_objects("data", &repo, live));
+    // The Secret also names a credentials endpoint and files: lockwarden
+    // must take only the keys, never fetch or read what a Secret points at.
+    let trap = std::net::TcpListener::bind("127.0.0.1:0").expect("a trap port");
+    trap.set_nonblocking(true).expect("nonblocking");
+    let mut objects = volsync_objects("data", &repo, live);
+    let url = format!("http://{}/creds", trap.local_addr().expect("addr"));
+    let secret = &mut objects[0]["stringData"];
+    secret["AWS_CONTAINER_CREDENTIALS_FULL_URI"] = json!(url);
+    secret["AWS_ENDPOINT_URL_STS"] = json!(url);
+    secret["AWS_SHARED_CREDENTIALS_FILE"] = json!("/etc/passwd");
+    secret["AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"] = json!("/etc/hostname");
+    kube.apply(objects);
+    // And one whose Secret holds no keys but that endpoint: not watched
+    // (object_store would fetch credentials there, with lockwarden's token).
+    let trapped = bucket.init_repo("trapped");
+    kube.apply(json!([
+        {"apiVersion": "v1", "kind": "Secret",
+         "metadata": {"name": "trapped-restic", "namespace": "app"},
+         "stringData": {"RESTIC_REPOSITORY": trapped.location, "RESTIC_PASSWORD": PASSWORD,
+                        "AWS_CONTAINER_CREDENTIALS_FULL_URI": url,
+                        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": "/etc/hostname"}},
+        {"apiVersion": "volsync.backube/v1alpha1", "kind": "ReplicationSource",
+         "metadata": {"name": "trapped", "namespace": "app"},
+         "spec": {"sourcePVC": "data", "restic": {"repository": "trapped-restic"}}},
+    ]));
     let writer = LockWriter::new(&repo);
     let gone = writer.write(LockSpec {
         hostname: "volsync-src-data-x2b8q",
@@ -138,6 +171,10 @@ fn discovery_removes_a_gone_pods_lock_and_keeps_a_running_ones() {
         event_reasons(&kube, "data").contains(&"StaleLockRemoved".to_owned())
     });
     let log = stop(watch);
+    assert!(
+        trap.accept().is_err(),
+        "lockwarden went where a Secret pointed"
+    );
     assert!(
         repo.lock_ids().contains(&kept),
         "the running pod's lock was removed:\n{log}"
@@ -163,8 +200,9 @@ fn discovery_removes_a_gone_pods_lock_and_keeps_a_running_ones() {
 /// on its own and the other one is cleaned.
 #[test]
 fn two_replicas_elect_one_leader_and_a_forbidden_secret_stops_only_its_repository() {
-    let repo = TestRepo::init_local();
-    let other = TestRepo::init_local();
+    let bucket = Store::S3.new_bucket();
+    let repo = bucket.init_repo("data");
+    let other = bucket.init_repo("blocked");
     let kube = KubeEmulator::start(&[]);
     kube.apply(volsync_objects("data", &repo, "volsync-src-data-7f9c4"));
     kube.apply(volsync_objects(
@@ -346,9 +384,9 @@ fn the_operators_sample_objects_are_discovered_and_cleaned() {
     let kube = KubeEmulator::start(&paths);
     kube.apply(json!([
         pod_in("velero", "node-agent-7f9c4"),
-        pod_in("demo", "stash-backup-s-1-live1"),
-        pod_in("k8up-demo", "backup-schedule-test-1-live1"),
-        pod_in("source", "volsync-src-database-source-live1"),
+        pod_in("demo", "stash-backup-s-1-7f9c4"),
+        pod_in("k8up-demo", "backup-schedule-test-1-7f9c4"),
+        pod_in("source", "volsync-src-database-source-7f9c4"),
     ]));
     let kubeconfig = kube.write_kubeconfig(dir.path());
     let config = dir.path().join("watch.toml");
@@ -377,7 +415,7 @@ fn the_operators_sample_objects_are_discovered_and_cleaned() {
         ("demo", "Repository", "minio-repo"),
         ("demo", "Repository", "minio-demo-repo"),
         ("k8up-demo", "Schedule", "schedule-test"),
-        ("source", "ReplicationDestination", "database-destination"),
+        ("source", "ReplicationSource", "database-source"),
     ];
     for (namespace, kind, name) in owners {
         watch = wait_for(
@@ -430,7 +468,7 @@ fn the_operators_sample_objects_are_discovered_and_cleaned() {
         "a running node-agent's lock was removed:\n{log}"
     );
     for gone in [
-        "source/ReplicationDestination/database-destination",
+        "source/ReplicationSource/database-source",
         "source/ReplicationSource/local-source",
     ] {
         assert!(
@@ -465,7 +503,8 @@ fn the_operators_sample_objects_are_discovered_and_cleaned() {
 /// then the same lock is kept in unlock mode too.
 #[test]
 fn report_mode_tells_a_kept_lock_once_and_a_refused_pod_list_proves_nothing() {
-    let repo = TestRepo::init_local();
+    let bucket = Store::S3.new_bucket();
+    let repo = bucket.init_repo("data");
     let kube = KubeEmulator::start(&[]);
     kube.apply(volsync_objects("data", &repo, "volsync-src-data-7f9c4"));
     let gone = LockWriter::new(&repo).write(LockSpec {

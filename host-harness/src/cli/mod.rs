@@ -107,7 +107,10 @@ enum LogFormat {
     Json,
 }
 
-/// Crates whose debug and trace output can hold secrets.
+/// Crates whose debug and trace output can hold secrets, capped at
+/// warnings, and crates whose own lines are never shown (kube's client logs
+/// a whole answer it cannot parse, unescaped, at warning level; lockwarden
+/// reports the error itself).
 const HTTP_CRATES: [&str; 7] = [
     "ureq",
     "ureq_proto",
@@ -117,6 +120,7 @@ const HTTP_CRATES: [&str; 7] = [
     "reqwest",
     "rustls",
 ];
+const SILENT_CRATES: [&str; 3] = ["kube", "kube_client", "kube_core"];
 
 /// Sends `tracing` output to stderr. `LOCKWARDEN_LOG` (e.g. `debug`)
 /// overrides the level.
@@ -131,8 +135,10 @@ fn init_logging(format: LogFormat, long_running: bool) {
         EnvFilter::try_from_env("LOCKWARDEN_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     // The HTTP stacks' own trace and debug lines show URLs and dump headers
     // (credentials, tokens): capped, whatever LOCKWARDEN_LOG asks.
-    for quiet in HTTP_CRATES {
-        if let Ok(directive) = format!("{quiet}=warn").parse() {
+    let capped = HTTP_CRATES.map(|c| (c, "warn"));
+    let silent = SILENT_CRATES.map(|c| (c, "off"));
+    for (quiet, level) in capped.iter().chain(silent.iter()) {
+        if let Ok(directive) = format!("{quiet}={level}").parse() {
             filter = filter.add_directive(directive);
         }
     }

@@ -2,9 +2,10 @@
 //! own (no retries, no tracing of requests, bounded answers), called
 //! synchronously with a deadline on the process's I/O runtime.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::Request;
 use http_body_util::Limited;
@@ -21,6 +22,9 @@ use crate::repo::backend::io_runtime;
 
 /// Items asked for in one page of a list.
 const PAGE: usize = 500;
+
+/// A whole list may take this many times the timeout of one request.
+const LIST_DEADLINE: u32 = 4;
 
 /// A connection to the API server.
 #[derive(Clone)]
@@ -83,44 +87,88 @@ impl Kubernetes {
         let client = self.client.clone();
         let future = async {
             client
-                .request::<T>(request)
+                .request_text(request)
                 .await
                 .map_err(|e| refused_or_failed(&what, e))
         };
-        run(timeout, &what, future)
+        let text = run(timeout, &what, future)?;
+        serde_json::from_str(&text).map_err(|e| failed(&what, &e))
     }
 
-    /// Every item of the list at `path` (`/api/v1/pods`), page by page, at
-    /// most [`limits::KUBERNETES_ITEMS`]; each page within `timeout`.
+    /// Every item of the list at `path` (`/api/v1/pods`), page by page:
+    /// at most [`limits::KUBERNETES_ITEMS`] items and
+    /// [`limits::KUBERNETES_LIST`] bytes in all, each page within
+    /// `timeout` and the whole within [`LIST_DEADLINE`] of them. A page
+    /// without `items`, with more than asked for, or a continue token seen
+    /// before fails the whole list: a list cut short must never pass for
+    /// all there is.
     pub fn list(&self, timeout: Duration, path: &str) -> Result<Vec<Value>, KubeError> {
-        let mut items = Vec::new();
+        let shown = format!("listing {}", crate::text::escape(path));
+        let fail = |cause: String| KubeError::Failed {
+            what: shown.clone(),
+            cause,
+        };
+        let deadline = Instant::now() + timeout * LIST_DEADLINE;
+        let (mut items, mut bytes) = (Vec::new(), 0usize);
+        let mut tokens: HashSet<String> = HashSet::new();
         let mut token: Option<String> = None;
         loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(fail(format!(
+                    "not done within {LIST_DEADLINE} times the timeout"
+                )));
+            }
             let mut query = form_urlencoded::Serializer::new(String::new());
             query.append_pair("limit", &PAGE.to_string());
             if let Some(token) = &token {
                 query.append_pair("continue", token);
             }
-            let page: Value = self.get(timeout, &format!("{path}?{}", query.finish()))?;
-            if let Some(page_items) = page.get("items").and_then(Value::as_array) {
-                items.extend(page_items.iter().cloned());
+            let (page, size) =
+                self.fetch(timeout.min(left), &format!("{path}?{}", query.finish()))?;
+            bytes += size;
+            let Some(Value::Array(page_items)) = page.get("items") else {
+                return Err(fail("a page has no items".into()));
+            };
+            if page_items.len() > PAGE {
+                return Err(fail(format!(
+                    "a page holds more than the {PAGE} items asked for"
+                )));
             }
-            if items.len() > limits::KUBERNETES_ITEMS {
-                return Err(KubeError::Failed {
-                    what: format!("listing {}", crate::text::escape(path)),
-                    cause: format!("more than {} items", limits::KUBERNETES_ITEMS),
-                });
+            items.extend(page_items.iter().cloned());
+            if items.len() > limits::KUBERNETES_ITEMS || bytes > limits::KUBERNETES_LIST {
+                return Err(fail(format!(
+                    "more than {} items or {} bytes",
+                    limits::KUBERNETES_ITEMS,
+                    limits::KUBERNETES_LIST
+                )));
             }
-            let next = page
-                .pointer("/metadata/continue")
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-                .map(str::to_owned);
-            if next.is_none() || next == token {
-                return Ok(items);
+            match page.pointer("/metadata/continue").and_then(Value::as_str) {
+                None | Some("") => return Ok(items),
+                Some(next) if !tokens.insert(next.to_owned()) => {
+                    return Err(fail("the server repeats a continue token".into()));
+                }
+                Some(next) => token = Some(next.to_owned()),
             }
-            token = next;
         }
+    }
+
+    /// `GET path` as JSON, and the size of the answer.
+    fn fetch(&self, timeout: Duration, path: &str) -> Result<(Value, usize), KubeError> {
+        let what = format!("GET {}", crate::text::escape(path));
+        let request = Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| failed(&what, &e))?;
+        let client = self.client.clone();
+        let future = async {
+            client
+                .request_text(request)
+                .await
+                .map_err(|e| refused_or_failed(&what, e))
+        };
+        let text = run(timeout, &what, future)?;
+        let value = serde_json::from_str(&text).map_err(|e| failed(&what, &e))?;
+        Ok((value, text.len()))
     }
 }
 
@@ -172,8 +220,19 @@ fn run<T>(
 fn failed(what: &str, cause: &dyn std::fmt::Display) -> KubeError {
     KubeError::Failed {
         what: what.to_owned(),
-        cause: crate::text::escape(&cause.to_string()).into_owned(),
+        cause: shown(&cause.to_string()),
     }
+}
+
+/// The longest part of an answer a message quotes (an error page that is
+/// not the API's JSON is quoted whole by kube).
+const QUOTED: usize = 512;
+
+/// `text` as a message shows it: escaped, at most [`QUOTED`] characters.
+fn shown(text: &str) -> String {
+    let cut: String = text.chars().take(QUOTED).collect();
+    let more = if cut.len() < text.len() { "…" } else { "" };
+    format!("{}{more}", crate::text::escape(&cut))
 }
 
 fn refused_or_failed(what: &str, error: kube::Error) -> KubeError {
@@ -181,8 +240,8 @@ fn refused_or_failed(what: &str, error: kube::Error) -> KubeError {
         kube::Error::Api(status) => KubeError::Refused {
             what: what.to_owned(),
             code: status.code,
-            reason: crate::text::escape(&status.reason).into_owned(),
-            message: crate::text::escape(&status.message).into_owned(),
+            reason: shown(&status.reason),
+            message: shown(&status.message),
         },
         other => {
             // The cause chain says what went wrong (a refused connection, a

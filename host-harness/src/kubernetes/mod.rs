@@ -17,6 +17,28 @@ pub use client::Kubernetes;
 #[cfg(test)]
 mod tests {
     #[test]
+    fn only_the_apis_own_names_go_into_a_path() {
+        for good in ["velero", "a", "repo-1.backup", "x".repeat(253).as_str()] {
+            assert!(super::is_object_name(good), "{good}");
+        }
+        for bad in [
+            "",
+            "..",
+            ".",
+            "a/b",
+            "A",
+            "-a",
+            "a-",
+            "a%2Fb",
+            "a b",
+            "é",
+            "x".repeat(254).as_str(),
+        ] {
+            assert!(!super::is_object_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
     fn times_are_written_in_the_layouts_the_api_server_parses() {
         let nanos = 1_764_700_000_123_456_789;
         assert_eq!(super::time(nanos), "2025-12-02T18:26:40Z");
@@ -59,6 +81,21 @@ pub enum KubeError {
         /// Why.
         cause: String,
     },
+}
+
+/// Whether `name` may stand as one segment of an API path: a name the API
+/// gives objects (a DNS subdomain: lower-case letters, digits, `-` and `.`,
+/// starting and ending with a letter or digit, at most 253 bytes). Names
+/// read from an answer or a file are checked before they go into a path,
+/// so that none can climb out of it (`..`) or change it.
+pub fn is_object_name(name: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    name.len() <= 253
+        && edge(name.chars().next())
+        && edge(name.chars().last())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
 }
 
 /// `nanos` (since the epoch) as the API's `Time`: RFC 3339 in UTC, whole

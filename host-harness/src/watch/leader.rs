@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::kubernetes::micro_time;
-use crate::kubernetes::{KubeError, Kubernetes};
+use crate::kubernetes::{KubeError, Kubernetes, is_object_name};
 use crate::stop::Stop;
 use crate::text::escape;
 
@@ -98,17 +98,21 @@ impl LeaderEntry {
                 .filter(|ns| !ns.is_empty())
                 .ok_or("[leader]: give namespace, or set POD_NAMESPACE (the downward API)")?,
         };
-        let segment = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-        let collection = format!(
-            "/apis/coordination.k8s.io/v1/namespaces/{}/leases",
-            segment(&namespace)
-        );
+        if !is_object_name(&namespace) || !is_object_name(&self.lease) {
+            return Err(
+                "[leader]: lease and namespace must be names the API gives (lower-case \
+                        letters, digits, `-` and `.`)"
+                    .into(),
+            );
+        }
+        let collection = format!("/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases");
         let election = Election {
-            path: format!("{collection}/{}", segment(&self.lease)),
+            path: format!("{collection}/{}", self.lease),
             collection,
             name: self.lease.clone(),
             identity: identity()?,
-            timeout,
+            // A renewal that cannot finish before the deadline is no use.
+            timeout: timeout.min(RENEW_DEADLINE / 2),
         };
         tracing::info!(
             "leader election: Lease {}/{} as {}",
@@ -140,25 +144,24 @@ impl Election {
             record: None,
             since: Instant::now(),
         };
+        let mut acting = false;
         loop {
             let started = Instant::now();
             match self.round(&mut observed) {
-                Ok(true) => {
-                    if !leader.acts() {
-                        tracing::info!("leader election: this replica leads now");
-                    }
-                    leader.set(Some(started));
-                }
-                Ok(false) => {
-                    if leader.acts() {
-                        tracing::warn!(
-                            "leader election: the Lease is held by another replica; not acting"
-                        );
-                    }
-                    leader.set(None);
-                }
+                Ok(true) => leader.set(Some(started)),
+                Ok(false) => leader.set(None),
                 Err(e) => tracing::warn!("leader election: {}", escape(&e.to_string())),
             }
+            match (acting, leader.acts()) {
+                (false, true) => tracing::info!("leader election: this replica leads now"),
+                (true, false) => tracing::warn!(
+                    "leader election: this replica no longer holds the Lease (another holds it, \
+                     or it could not be renewed within {}s); not acting",
+                    RENEW_DEADLINE.as_secs()
+                ),
+                _ => {}
+            }
+            acting = leader.acts();
             if stop.sleep(RETRY) {
                 break;
             }

@@ -11,8 +11,9 @@ use sha2::{Digest, Sha256};
 
 use super::config::WatchedRepository;
 use super::discover::{ClusterView, Discovery, Operator, Template, Unusable};
-use super::{Shared, WatchError, load_once, watch_one};
+use super::{Shared, WatchError, leader, load_once, watch_one};
 use crate::kubernetes::Kubernetes;
+use crate::limits;
 use crate::repo::PasswordSource;
 use crate::repository_settings::{EnforcedSettings, SettingsRefused};
 use crate::runtime::{Policy, PolicySource};
@@ -98,8 +99,17 @@ impl Pool {
     pub fn discover(mut self, discovery: Discovery, template: Template) {
         let every = discovery.every;
         loop {
-            self.round(&discovery, &template);
-            if self.shared.stop.sleep(every) {
+            // A standby replica reads nothing (no Secret either) until it
+            // leads.
+            let standby = self.shared.leader.as_ref().is_some_and(|l| !l.acts());
+            if !standby {
+                self.round(&discovery, &template);
+            }
+            if self
+                .shared
+                .stop
+                .sleep(if standby { leader::RETRY } else { every })
+            {
                 break;
             }
         }
@@ -156,6 +166,20 @@ impl Pool {
             }
         };
         let name = repo.name.clone();
+        let discovered = self
+            .running
+            .values()
+            .filter(|r| r.operator.is_some())
+            .count();
+        if !self.running.contains_key(&name) && discovered >= limits::DISCOVERED_REPOSITORIES {
+            let why = format!(
+                "{} discovered repositories are watched already, the most one watch does; \
+                 give replicas their own namespaces to watch",
+                limits::DISCOVERED_REPOSITORIES
+            );
+            self.refuse(&name, operator, why);
+            return name;
+        }
         match self.running.get(&name) {
             Some(running) if running.operator.is_none() => {
                 self.refuse(&name, operator, "a [[repository]] has the same name".into());

@@ -62,7 +62,8 @@ fn builder(bucket: &str, target: &Target<'_>) -> Result<GoogleCloudStorageBuilde
                 cloud::client_options(target.timeout).with_allow_http(emulator),
             )
         };
-    } else if let Some(home) = std::env::var_os("HOME") {
+    } else if let Some(home) = std::env::var_os("HOME").filter(|_| !target.variables.is_prefixed())
+    {
         // The client reads this file while it is built, outside any
         // deadline, when it exists (as it tests it: links followed).
         let gcloud = std::path::Path::new(&home).join(GCLOUD_CREDENTIALS);

@@ -127,12 +127,33 @@ impl Variables {
         }
     }
 
-    /// Exactly these values; the environment is not read.
-    pub fn given(values: BTreeMap<String, String>) -> Variables {
+    /// These values, of the names in [`Variables::GIVEN`] (the others are
+    /// left out); the environment is not read.
+    pub fn given(mut values: BTreeMap<String, String>) -> Variables {
+        values.retain(|name, _| Variables::GIVEN.iter().any(|(given, _)| given == name));
         Variables {
             source: VariableSource::Given(values),
         }
     }
+
+    /// The names values may be given for ([`Variables::given`]), and
+    /// whether each is a secret. Values only: never a file, a URL or a
+    /// profile to look up, which would have lockwarden read a file of its
+    /// own or send its own credentials where whoever wrote the values
+    /// chose (a discovered repository's come from a Secret in someone
+    /// else's namespace).
+    pub const GIVEN: [(&'static str, bool); 10] = [
+        ("AWS_ACCESS_KEY_ID", false),
+        ("AWS_SECRET_ACCESS_KEY", true),
+        ("AWS_SESSION_TOKEN", true),
+        ("AWS_DEFAULT_REGION", false),
+        ("AWS_REGION", false),
+        ("AZURE_ACCOUNT_NAME", false),
+        ("AZURE_ACCOUNT_KEY", true),
+        ("AZURE_ACCOUNT_SAS", true),
+        ("AZURE_ENDPOINT_SUFFIX", false),
+        ("GOOGLE_ACCESS_TOKEN", true),
+    ];
 
     /// Whether only the repository's own variables are read (behind a
     /// prefix, or given): then no default that is not the repository's
@@ -153,15 +174,18 @@ impl Variables {
         .filter(|v| !v.is_empty())
     }
 
-    /// The given values (none for the environment's): what a message must
-    /// never show.
+    /// The given values that are secrets (none for the environment's):
+    /// what a message must never show.
     pub fn secrets(&self) -> Vec<String> {
-        match &self.source {
-            VariableSource::Environment(_) => Vec::new(),
-            VariableSource::Given(values) => {
-                values.values().filter(|v| !v.is_empty()).cloned().collect()
-            }
-        }
+        let VariableSource::Given(values) = &self.source else {
+            return Vec::new();
+        };
+        let secret = |name: &str| Variables::GIVEN.iter().any(|(n, s)| *n == name && *s);
+        values
+            .iter()
+            .filter(|(name, value)| secret(name) && !value.is_empty())
+            .map(|(_, value)| value.clone())
+            .collect()
     }
 }
 
@@ -566,6 +590,46 @@ fn checked_listing(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn given_variables_are_values_only_and_show_only_their_names() {
+        let values = [
+            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "s3cr3t-value"),
+            ("AWS_DEFAULT_REGION", "eu-west-1"),
+            ("AWS_SHARED_CREDENTIALS_FILE", "/etc/passwd"),
+            (
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                "http://169.254.170.2/creds",
+            ),
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/secrets/token"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "/etc/shadow"),
+            ("AWS_PROFILE", "other"),
+        ];
+        let given = Variables::given(
+            values
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+        assert_eq!(
+            given.get("AWS_ACCESS_KEY_ID").as_deref(),
+            Some("AKIDEXAMPLE")
+        );
+        assert_eq!(
+            given.get("AWS_DEFAULT_REGION").as_deref(),
+            Some("eu-west-1")
+        );
+        for reference in &values[3..] {
+            assert_eq!(given.get(reference.0), None, "{}", reference.0);
+        }
+        assert!(
+            given.is_prefixed(),
+            "no default of lockwarden's own applies"
+        );
+        assert_eq!(given.secrets(), ["s3cr3t-value"]);
+        assert!(!format!("{given:?}").contains("s3cr3t"), "{given:?}");
+    }
 
     #[test]
     fn schemes_are_found_by_prefix_and_local_takes_the_rest() {

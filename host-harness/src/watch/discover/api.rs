@@ -9,7 +9,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::Value;
 
-use crate::kubernetes::{KubeError, Kubernetes};
+use crate::kubernetes::{KubeError, Kubernetes, is_object_name};
 
 use super::Namespaces;
 
@@ -103,11 +103,14 @@ impl<'a> ClusterView<'a> {
         if let Some(known) = self.secrets.borrow().get(&slot) {
             return known.clone();
         }
-        let path = format!(
-            "/api/v1/namespaces/{}/secrets/{}",
-            path_segment(namespace),
-            path_segment(name)
-        );
+        if !is_object_name(namespace) || !is_object_name(name) {
+            return Err(format!(
+                "Secret {}/{} is not a name the API gives",
+                crate::text::escape(namespace),
+                crate::text::escape(name)
+            ));
+        }
+        let path = format!("/api/v1/namespaces/{namespace}/secrets/{name}");
         let read = self
             .client
             .get::<Value>(self.timeout, &path)
@@ -127,13 +130,6 @@ impl<'a> ClusterView<'a> {
         self.secrets.borrow_mut().insert(slot, read.clone());
         read
     }
-}
-
-/// A name as one segment of a path: names the API accepts are DNS labels
-/// and subdomains; anything else is percent-encoded so it cannot change
-/// the path.
-fn path_segment(name: &str) -> String {
-    form_urlencoded::byte_serialize(name.as_bytes()).collect()
 }
 
 /// The string at `pointer` in `object`, if there is a non-empty one.

@@ -99,6 +99,24 @@ pub struct Discovered {
 }
 
 impl Discovered {
+    /// What makes two of them one repository: the location and every
+    /// credential, as one digest (nothing secret leaves this function).
+    fn identity(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let mut digest = Sha256::new();
+        let mut add = |part: &[u8]| {
+            digest.update((part.len() as u64).to_le_bytes());
+            digest.update(part);
+        };
+        add(self.location.as_bytes());
+        add(self.password.as_bytes());
+        for (name, value) in &self.variables {
+            add(name.as_bytes());
+            add(value.as_bytes());
+        }
+        digest.finalize().into()
+    }
+
     /// Its name: `namespace/Kind/name`, and `/part` when it has one.
     pub fn name(&self) -> String {
         match &self.part {
@@ -154,9 +172,11 @@ pub struct Round {
 
 impl Discovery {
     /// One round: every operator's objects, read now. Objects of one
-    /// operator that name the same repository (a K8up Schedule and the
-    /// Backups it made, a VolSync source and destination) give it once,
-    /// named after the first of them by name.
+    /// operator that name the same repository with the same credentials (a
+    /// K8up Schedule and the Backups it made, a VolSync source and
+    /// destination) give it once, named after the first listed (K8up's
+    /// Schedules come first); the same location with other credentials is
+    /// another repository, so that no object can hide another's.
     pub fn round(&self, view: &ClusterView<'_>) -> Vec<Round> {
         self.operators
             .iter()
@@ -167,17 +187,12 @@ impl Discovery {
             .collect()
     }
 
-    /// `found` in name order, each repository once, with the inventory's
-    /// hosts replaced when the settings say so.
+    /// `found`, each repository once, with the inventory's hosts replaced
+    /// when the settings say so.
     fn settle(&self, mut found: Vec<Found>) -> Vec<Found> {
-        let label = |f: &Found| match f {
-            Ok(d) => d.name(),
-            Err(u) => u.name.clone(),
-        };
-        found.sort_by_key(label);
-        let mut locations = std::collections::HashSet::new();
+        let mut seen = std::collections::HashSet::new();
         found.retain(|f| match f {
-            Ok(d) => locations.insert(d.location.clone()),
+            Ok(d) => seen.insert(d.identity()),
             Err(_) => true,
         });
         for d in found.iter_mut().flatten() {

@@ -82,6 +82,17 @@ fn owner(object: &Value, api_version: &str, kind: &str) -> Option<Owner> {
     })
 }
 
+/// The random suffix Kubernetes gives the pods of a Job, DaemonSet or
+/// ReplicaSet (five of these characters), which the operators' pod name
+/// patterns end with: a host named like an operator's pod but without it
+/// (an administrator's machine called `restic-1`) is not taken for one.
+macro_rules! pod_suffix {
+    () => {
+        "[bcdfghjklmnpqrstvwxz2456789]{5}$"
+    };
+}
+pub(crate) use pod_suffix;
+
 /// What one object's repository is made of, before it is checked.
 struct Parts {
     /// Which of the object's repositories, when it has several.
@@ -93,9 +104,17 @@ struct Parts {
     hosts: Option<&'static str>,
 }
 
-/// The schemes a discovered repository may use: those whose backends read
-/// the variables given to them (restic itself is never run for one).
-const SCHEMES: [&str; 5] = ["s3", "azure", "gs", "rest", "local"];
+/// The schemes a discovered repository may use, each with the variables
+/// it must be given: static credentials, so that its backend never falls
+/// back to lockwarden's own identity (instance metadata, workload identity,
+/// its home directory's files). Not `local`: a path in a backup pod, which
+/// in lockwarden's pod would name lockwarden's own files.
+const SCHEMES: [(&str, &[&str]); 4] = [
+    ("s3", &["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]),
+    ("azure", &["AZURE_ACCOUNT_NAME"]),
+    ("gs", &["GOOGLE_ACCESS_TOKEN"]),
+    ("rest", &[]),
+];
 
 /// `parts` made into a repository of `owner`, or why not.
 fn discovered(owner: Owner, parts: Result<Parts, String>) -> Found {
@@ -107,12 +126,8 @@ fn discovered(owner: Owner, parts: Result<Parts, String>) -> Found {
         Ok(parts) => parts,
         Err(why) => return Err(unusable(owner, why)),
     };
-    let scheme = scheme_of(&parts.location).name;
-    if !SCHEMES.contains(&scheme) {
-        return Err(unusable(
-            owner,
-            format!("its repository is on {scheme}, which discovery does not read"),
-        ));
+    if let Err(why) = credentials(&parts) {
+        return Err(unusable(owner, why));
     }
     if parts.password.is_empty() {
         return Err(unusable(owner, "its repository password is empty".into()));
@@ -129,6 +144,30 @@ fn discovered(owner: Owner, parts: Result<Parts, String>) -> Found {
         variables: parts.variables,
         hosts,
     })
+}
+
+/// Whether `parts` names a scheme discovery reads, with the static
+/// credentials it needs.
+fn credentials(parts: &Parts) -> Result<(), String> {
+    let scheme = scheme_of(&parts.location).name;
+    let Some((_, needed)) = SCHEMES.iter().find(|(name, _)| *name == scheme) else {
+        return Err(format!(
+            "its repository is on {scheme}, which discovery does not read"
+        ));
+    };
+    let has = |name: &str| parts.variables.get(name).is_some_and(|v| !v.is_empty());
+    let mut missing: Vec<&str> = needed.iter().copied().filter(|name| !has(name)).collect();
+    if scheme == "azure" && !has("AZURE_ACCOUNT_KEY") && !has("AZURE_ACCOUNT_SAS") {
+        missing.push("AZURE_ACCOUNT_KEY or AZURE_ACCOUNT_SAS");
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "no static credentials for its {scheme} repository (missing {}); lockwarden does not \
+         reach another's repository with an identity of its own",
+        missing.join(", ")
+    ))
 }
 
 /// Each object of `plural` in `group_version`, as `kind`, made into a
@@ -168,4 +207,54 @@ fn clean_join(a: &str, b: &str) -> String {
         }
     }
     parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use regex::Regex;
+
+    #[test]
+    fn pod_name_patterns_take_pods_not_machines_named_alike() {
+        let cases: [(&str, &[&str], &[&str]); 4] = [
+            (
+                super::velero::HOSTS,
+                &[
+                    "node-agent-7f9c4",
+                    "velero-6d4b7c9f8-x2b8q",
+                    "restic-x2b8q",
+                    "app-default-restic-maintain-job-1733140000000-x2b8q",
+                ],
+                &[
+                    "velero-laptop",
+                    "restic-bkp01",
+                    "node-agent",
+                    "node-agent-7f9c4.local",
+                ],
+            ),
+            (
+                super::volsync::HOSTS,
+                &["volsync-src-data-7f9c4", "volsync-dst-db-x2b8q"],
+                &["volsync-src-data-drsite", "volsync-src-x2b8q"],
+            ),
+            (
+                super::k8up::HOSTS,
+                &["backup-schedule-test-0-x2b8q", "prune-nightly-x2b8q"],
+                &["backup-server", "backup-x2b8q"],
+            ),
+            (
+                super::stash::HOSTS,
+                &["stash-backup-session-0-x2b8q"],
+                &["stash-backup-01"],
+            ),
+        ];
+        for (pattern, pods, others) in cases {
+            let regex = Regex::new(pattern).expect("compiles");
+            for pod in pods {
+                assert!(regex.is_match(pod), "{pattern} misses {pod}");
+            }
+            for other in others {
+                assert!(!regex.is_match(other), "{pattern} takes {other}");
+            }
+        }
+    }
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::event::{Event, EventKind};
-use crate::kubernetes::Kubernetes;
 use crate::kubernetes::time;
+use crate::kubernetes::{Kubernetes, is_object_name};
 use crate::watch::discover::Owner;
 
 /// The longest message an Event carries here (the API's own limit for
@@ -67,10 +67,10 @@ impl KubernetesSink {
             "lastTimestamp": now,
             "count": 1,
         });
-        let path = format!(
-            "/api/v1/namespaces/{}/events",
-            form_urlencoded::byte_serialize(owner.namespace.as_bytes()).collect::<String>()
-        );
+        if !is_object_name(&owner.namespace) {
+            return Err("its namespace is not a name the API gives".into());
+        }
+        let path = format!("/api/v1/namespaces/{}/events", owner.namespace);
         client
             .send::<serde_json::Value>(self.timeout, "POST", &path, Some(&body))
             .map(drop)

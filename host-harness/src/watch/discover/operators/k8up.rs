@@ -14,7 +14,10 @@ use serde_json::Value;
 
 use super::super::Found;
 use super::super::api::{ClusterView, text};
-use super::{Parts, each};
+use super::{Parts, each, pod_suffix};
+
+/// The pods restic runs in for K8up.
+pub(super) const HOSTS: &str = concat!("^(backup|check|prune|archive|restore)-.+-", pod_suffix!());
 
 const GROUP_VERSION: &str = "k8up.io/v1";
 
@@ -95,6 +98,6 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
         location,
         password,
         variables,
-        hosts: Some("^(backup|check|prune|archive|restore)-"),
+        hosts: Some(HOSTS),
     })
 }

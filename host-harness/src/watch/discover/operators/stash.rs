@@ -15,7 +15,10 @@ use serde_json::Value;
 
 use super::super::Found;
 use super::super::api::{ClusterView, text};
-use super::{Parts, clean_join, each};
+use super::{Parts, clean_join, each, pod_suffix};
+
+/// The pods restic runs in for Stash.
+pub(super) const HOSTS: &str = concat!("^stash-(backup|restore)-.+-", pod_suffix!());
 
 const GROUP_VERSION: &str = "stash.appscode.com/v1alpha1";
 
@@ -65,7 +68,7 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
         location,
         password,
         variables,
-        hosts: Some("^stash-(backup|restore)-"),
+        hosts: Some(HOSTS),
     })
 }
 

@@ -16,13 +16,18 @@ use serde_json::Value;
 
 use super::super::Found;
 use super::super::api::{ClusterView, text};
-use super::{Parts, each};
+use super::{Parts, each, pod_suffix};
 use crate::repo::backend::s3::profile_keys;
 
 const GROUP_VERSION: &str = "velero.io/v1";
 
-/// Where restic runs for Velero.
-const HOSTS: &str = "^(velero-|node-agent-|restic-)|-maintain-job-";
+/// The pods restic runs in for Velero.
+pub(super) const HOSTS: &str = concat!(
+    "^(velero-[bcdfghjklmnpqrstvwxz2456789]{1,10}-|node-agent-(windows-)?|restic-)",
+    pod_suffix!(),
+    "|-maintain-job-[0-9]+-",
+    pod_suffix!()
+);
 
 /// The restic repositories of every BackupRepository.
 pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, String> {

@@ -9,7 +9,10 @@ use std::collections::BTreeMap;
 
 use super::super::Found;
 use super::super::api::{ClusterView, text};
-use super::{Parts, each};
+use super::{Parts, each, pod_suffix};
+
+/// The pods restic runs in for VolSync.
+pub(super) const HOSTS: &str = concat!("^volsync-(src|dst)-.+-", pod_suffix!());
 
 const GROUP_VERSION: &str = "volsync.backube/v1alpha1";
 
@@ -53,6 +56,6 @@ fn parts(view: &ClusterView<'_>, namespace: &str, secret: &str) -> Result<Parts,
         location,
         password,
         variables,
-        hosts: Some("^volsync-(src|dst)-"),
+        hosts: Some(HOSTS),
     })
 }
