@@ -23,11 +23,13 @@
 use std::collections::HashMap;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use regex::Regex;
 use serde::Deserialize;
 
+use super::shared_pods::{self, Records};
 use super::{Observations, Source};
 use crate::command;
 use crate::contract::Liveness;
@@ -73,7 +75,7 @@ pub struct Inventory {
 
 #[derive(Debug)]
 struct Reading {
-    records: HashMap<String, Vec<HostRecord>>,
+    records: Records,
     /// When the inventory was taken (ns since the epoch, this host's clock).
     taken_at: i64,
     /// Whether it lists any host the regex covers.
@@ -81,28 +83,33 @@ struct Reading {
 }
 
 impl Inventory {
-    /// Reads `source` now (a command within `timeout`). A failure is kept
-    /// and turns every answer into `unknown`; `problem()` reports it.
-    pub fn read(source: &InventorySource, hosts: Regex, timeout: Duration) -> Inventory {
-        let text = match source {
-            InventorySource::File(path) => read_file(path),
+    /// Reads `source` now (a command within `timeout`); the pods of the
+    /// Kubernetes API from a listing begun at or after `not_before` (shared
+    /// with other checks, [`super::shared_pods`]). A failure is kept and
+    /// turns every answer into `unknown`; `problem()` reports it.
+    pub fn read(
+        source: &InventorySource,
+        hosts: Regex,
+        timeout: Duration,
+        not_before: i64,
+    ) -> Inventory {
+        let records = match source {
+            InventorySource::File(path) => read_file(path).and_then(parsed),
             InventorySource::Command(line) => {
                 let taken_at = now();
-                run(line, timeout).map(|text| (text, taken_at))
+                run(line, timeout).and_then(|text| parsed((text, taken_at)))
             }
-            InventorySource::Kubernetes(pods) => {
-                let taken_at = now();
-                pods.read(timeout).map(|text| (text, taken_at))
-            }
+            InventorySource::Kubernetes(_) => shared_pods::read_after(not_before, timeout),
         };
-        let reading = text.and_then(|(text, taken_at)| Reading::new(&text, taken_at, &hosts));
+        let reading = records.map(|(records, taken_at)| Reading::new(records, taken_at, &hosts));
         Inventory { hosts, reading }
     }
 
     /// An inventory from JSON text taken at `taken_at` (for tests and
     /// recorded inputs).
     pub fn from_json(text: &str, hosts: Regex, taken_at: i64) -> Inventory {
-        let reading = Reading::new(text, taken_at, &hosts);
+        let reading = parsed((text.to_owned(), taken_at))
+            .map(|(records, taken_at)| Reading::new(records, taken_at, &hosts));
         Inventory { hosts, reading }
     }
 
@@ -199,15 +206,19 @@ fn judge(record: &HostRecord, shown: &str, since: i64) -> Liveness {
 }
 
 impl Reading {
-    fn new(text: &str, taken_at: i64, hosts: &Regex) -> Result<Reading, String> {
-        let records = parse(text)?;
+    fn new(records: Records, taken_at: i64, hosts: &Regex) -> Reading {
         let covers_any = records.keys().any(|name| hosts.is_match(name));
-        Ok(Reading {
+        Reading {
             records,
             taken_at,
             covers_any,
-        })
+        }
     }
+}
+
+/// `text` taken at `taken_at`, parsed.
+fn parsed((text, taken_at): (String, i64)) -> Result<(Records, i64), String> {
+    Ok((Arc::new(parse(&text)?), taken_at))
 }
 
 /// Reads a hosts file (a regular file within [`limits::INVENTORY`]); it was
@@ -531,6 +542,7 @@ mod tests {
             &InventorySource::Command("exit 3".into()),
             Regex::new(".*").expect("regex"),
             Duration::from_secs(10),
+            0,
         );
         assert!(
             failing

@@ -72,7 +72,13 @@ impl EvidenceConfig {
             untrusted,
         )));
         if let Some((source, hosts)) = &self.inventory {
-            let inventory = Inventory::read(source, hosts.clone(), self.timeout);
+            // A listing begun after every lock of this check was seen.
+            let not_before = observed
+                .values()
+                .copied()
+                .max()
+                .unwrap_or_else(crate::time::now);
+            let inventory = Inventory::read(source, hosts.clone(), self.timeout, not_before);
             if let Some(problem) = inventory.problem() {
                 tracing::warn!(
                     "host inventory unusable, no host counts as gone: {}",

@@ -10,6 +10,7 @@ mod process;
 mod process_linux;
 mod recorded;
 mod remembered;
+mod shared_pods;
 
 pub use compose::{Composed, Source, combine};
 pub use inventory::ObservedInventory;
