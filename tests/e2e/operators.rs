@@ -7,6 +7,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use lockwarden_tests::adversary::{pair, reason, verdict};
+use lockwarden_tests::kube_emulator::KubeEmulator;
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::metrics::scrape_until;
 use lockwarden_tests::restic::{Holder, TestRepo, free_port};
@@ -408,6 +409,41 @@ impl Pods {
             "{reason}"
         );
     }
+}
+
+/// The same pods served by the Kubernetes API (the emulator) and read with
+/// `--hosts-kubernetes`: judged as kubectl's answer is; and when the API
+/// refuses the list, no pod counts as gone.
+#[test]
+fn pods_read_from_the_api_judge_as_kubectls_answer_does() {
+    let pods = Pods::new();
+    let repo = &pods.repo;
+    let fixture = Path::new(TESTS_DIR).join("fixtures/kubectl-get-pods.json");
+    let kube = KubeEmulator::start(&[&fixture]);
+    let kubeconfig = kube.write_kubeconfig(repo.dir.path());
+    let check = || {
+        let out = finish(
+            repo.lockwarden("check")
+                .args([
+                    "--json",
+                    "--hosts-kubernetes",
+                    "--inventory-hosts",
+                    "^velero-",
+                ])
+                .env("KUBECONFIG", &kubeconfig)
+                .env_remove("KUBERNETES_SERVICE_HOST"),
+        );
+        let doc: Value =
+            serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+        (out.code, doc, out.stderr)
+    };
+    let (code, doc, _) = check();
+    assert_eq!(code, 3, "{doc:#}");
+    pods.assert_judged_by_inventory(&doc);
+    kube.forbid("list", "pods", None, None);
+    let (_, doc, stderr) = check();
+    assert_eq!(verdict(&doc, &pods.gone), pair("keep", "fresh"), "{stderr}");
+    assert!(stderr.contains("403"), "{stderr}");
 }
 
 #[test]
