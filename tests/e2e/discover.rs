@@ -471,10 +471,7 @@ fn the_operators_sample_objects_are_discovered_and_cleaned() {
         "source/ReplicationSource/database-source",
         "source/ReplicationSource/local-source",
     ] {
-        assert!(
-            log.contains(&format!("{gone}")),
-            "{gone} never named:\n{log}"
-        );
+        assert!(log.contains(gone), "{gone} never named:\n{log}");
     }
     assert!(
         log.contains("no longer watched: its object is gone"),
