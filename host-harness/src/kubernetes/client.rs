@@ -74,25 +74,8 @@ impl Kubernetes {
         path: &str,
         body: Option<&Value>,
     ) -> Result<T, KubeError> {
-        let what = format!("{method} {}", crate::text::escape(path));
-        let bytes = match body {
-            Some(body) => serde_json::to_vec(body).map_err(|e| failed(&what, &e))?,
-            None => Vec::new(),
-        };
-        let mut request = Request::builder().method(method).uri(path);
-        if body.is_some() {
-            request = request.header(http::header::CONTENT_TYPE, "application/json");
-        }
-        let request = request.body(bytes).map_err(|e| failed(&what, &e))?;
-        let client = self.client.clone();
-        let future = async {
-            client
-                .request_text(request)
-                .await
-                .map_err(|e| refused_or_failed(&what, e))
-        };
-        let text = run(timeout, &what, future)?;
-        serde_json::from_str(&text).map_err(|e| failed(&what, &e))
+        self.exchange(timeout, method, path, body)
+            .map(|(value, _)| value)
     }
 
     /// Every item of the list at `path` (`/api/v1/pods`), page by page:
@@ -155,10 +138,28 @@ impl Kubernetes {
 
     /// `GET path` as JSON, and the size of the answer.
     fn fetch(&self, timeout: Duration, path: &str) -> Result<(Value, usize), KubeError> {
-        let what = format!("GET {}", crate::text::escape(path));
-        let request = Request::get(path)
-            .body(Vec::new())
-            .map_err(|e| failed(&what, &e))?;
+        self.exchange(timeout, "GET", path, None)
+    }
+
+    /// The one request of every call: `method` on `path` with `body`,
+    /// within `timeout`; the answer parsed as `T`, and its size.
+    fn exchange<T: DeserializeOwned>(
+        &self,
+        timeout: Duration,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(T, usize), KubeError> {
+        let what = format!("{method} {}", crate::text::escape(path));
+        let bytes = match body {
+            Some(body) => serde_json::to_vec(body).map_err(|e| failed(&what, &e))?,
+            None => Vec::new(),
+        };
+        let mut request = Request::builder().method(method).uri(path);
+        if body.is_some() {
+            request = request.header(http::header::CONTENT_TYPE, "application/json");
+        }
+        let request = request.body(bytes).map_err(|e| failed(&what, &e))?;
         let client = self.client.clone();
         let future = async {
             client

@@ -104,6 +104,25 @@ struct Parts {
     hosts: Option<&'static str>,
 }
 
+impl Parts {
+    /// The one repository of an object, on `location`, whose restic runs in
+    /// pods named as `hosts` says.
+    fn whole(
+        location: String,
+        password: String,
+        variables: BTreeMap<String, String>,
+        hosts: &'static str,
+    ) -> Parts {
+        Parts {
+            part: None,
+            location,
+            password,
+            variables,
+            hosts: Some(hosts),
+        }
+    }
+}
+
 /// The schemes a discovered repository may use, each with the variables
 /// it must be given: static credentials, so that its backend never falls
 /// back to lockwarden's own identity (instance metadata, workload identity,

@@ -93,11 +93,5 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
     } else {
         return Err("only its s3 and azure backends are read".into());
     };
-    Ok(Parts {
-        part: None,
-        location,
-        password,
-        variables,
-        hosts: Some(HOSTS),
-    })
+    Ok(Parts::whole(location, password, variables, HOSTS))
 }

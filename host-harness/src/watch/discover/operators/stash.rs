@@ -63,13 +63,7 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
     } else {
         return Err("only its s3, azure and gcs backends are read".into());
     };
-    Ok(Parts {
-        part: None,
-        location,
-        password,
-        variables,
-        hosts: Some(HOSTS),
-    })
+    Ok(Parts::whole(location, password, variables, HOSTS))
 }
 
 #[cfg(test)]

@@ -82,13 +82,12 @@ fn parts(
             "only its S3 and Azure repositories are read (GCS credentials are a file)".into(),
         );
     };
-    Ok(Parts {
-        part: None,
-        location: location.to_owned(),
+    Ok(Parts::whole(
+        location.to_owned(),
         password,
         variables,
-        hosts: Some(HOSTS),
-    })
+        HOSTS,
+    ))
 }
 
 /// The keys of profile `config.profile` (else `default`) of an AWS

@@ -19,26 +19,16 @@ const GROUP_VERSION: &str = "volsync.backube/v1alpha1";
 /// The restic repositories of every ReplicationSource and
 /// ReplicationDestination.
 pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, String> {
-    let mut found = each(
-        view,
-        GROUP_VERSION,
-        "replicationsources",
-        "ReplicationSource",
-        |object, owner| {
+    let mut found = Vec::new();
+    for (plural, kind) in [
+        ("replicationsources", "ReplicationSource"),
+        ("replicationdestinations", "ReplicationDestination"),
+    ] {
+        found.extend(each(view, GROUP_VERSION, plural, kind, |object, owner| {
             let secret = text(object, "/spec/restic/repository")?;
             Some(parts(view, &owner.namespace, secret))
-        },
-    )?;
-    found.extend(each(
-        view,
-        GROUP_VERSION,
-        "replicationdestinations",
-        "ReplicationDestination",
-        |object, owner| {
-            let secret = text(object, "/spec/restic/repository")?;
-            Some(parts(view, &owner.namespace, secret))
-        },
-    )?);
+        })?);
+    }
     Ok(found)
 }
 
@@ -51,11 +41,5 @@ fn parts(view: &ClusterView<'_>, namespace: &str, secret: &str) -> Result<Parts,
     let password = variables
         .remove("RESTIC_PASSWORD")
         .ok_or_else(|| format!("its Secret {secret} has no RESTIC_PASSWORD"))?;
-    Ok(Parts {
-        part: None,
-        location,
-        password,
-        variables,
-        hosts: Some(HOSTS),
-    })
+    Ok(Parts::whole(location, password, variables, HOSTS))
 }
