@@ -34,7 +34,6 @@ use super::{Observations, Source};
 use crate::command;
 use crate::contract::Liveness;
 use crate::files::read_open_file;
-use crate::kubernetes::pods::KubernetesPods;
 use crate::limits;
 use crate::time::{format_rfc3339, now, parse_rfc3339};
 
@@ -51,7 +50,7 @@ pub enum InventorySource {
     /// A shell command printing JSON, run at each check.
     Command(String),
     /// The pods the Kubernetes API lists, at each check.
-    Kubernetes(KubernetesPods),
+    Kubernetes,
 }
 
 /// What the inventory says about one host.
@@ -99,7 +98,7 @@ impl Inventory {
                 let taken_at = now();
                 run(line, timeout).and_then(|text| parsed((text, taken_at)))
             }
-            InventorySource::Kubernetes(_) => shared_pods::read_after(not_before, timeout),
+            InventorySource::Kubernetes => shared_pods::read_after(not_before, timeout),
         };
         let reading = records.map(|(records, taken_at)| Reading::new(records, taken_at, &hosts));
         Inventory { hosts, reading }

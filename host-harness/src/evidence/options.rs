@@ -8,7 +8,6 @@ use regex::Regex;
 use serde::Deserialize;
 
 use super::{EvidenceConfig, InventorySource};
-use crate::kubernetes::pods::KubernetesPods;
 
 /// The evidence options: one struct for the command line (`--hosts-command`,
 /// ...) and a watched repository's `evidence` table (`hosts_command`, ...).
@@ -66,7 +65,7 @@ impl EvidenceOptions {
         let source = match (&self.hosts_file, &self.hosts_command, self.hosts_kubernetes) {
             (Some(file), None, false) => Some(InventorySource::File(file.clone())),
             (None, Some(command), false) => Some(InventorySource::Command(command.clone())),
-            (None, None, true) => Some(InventorySource::Kubernetes(KubernetesPods)),
+            (None, None, true) => Some(InventorySource::Kubernetes),
             (None, None, false) => None,
             _ => return Err(EvidenceError::TwoInventories),
         };

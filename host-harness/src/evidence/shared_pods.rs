@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::HostRecord;
 use super::inventory::parse;
-use crate::kubernetes::pods::KubernetesPods;
+use crate::kubernetes::pods::list_pods;
 use crate::time::now;
 
 /// Why a reading failed when another thread panicked while listing.
@@ -76,8 +76,7 @@ fn list(mut state: MutexGuard<'_, State>, timeout: Duration) -> Result<(Records,
     let began = now();
     state.running = true;
     drop(state);
-    let records = KubernetesPods
-        .read(timeout)
+    let records = list_pods(timeout)
         .and_then(|text| parse(&text))
         .map(Arc::new);
     let mut state = lock.lock().map_err(|_| POISONED.to_owned())?;

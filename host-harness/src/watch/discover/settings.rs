@@ -8,7 +8,6 @@ use serde::Deserialize;
 
 use super::{Discovered, Discovery, Namespaces, Operator, Unusable};
 use crate::evidence::{EvidenceConfig, InventorySource};
-use crate::kubernetes::pods::KubernetesPods;
 use crate::repo::PasswordSource;
 use crate::repo::backend::Variables;
 use crate::repo::location::Location;
@@ -153,7 +152,7 @@ impl Template {
                     trust_local_pids: false,
                     inventory: found
                         .hosts
-                        .map(|hosts| (InventorySource::Kubernetes(KubernetesPods), hosts)),
+                        .map(|hosts| (InventorySource::Kubernetes, hosts)),
                     timeout: timeout.get(),
                 },
                 policy: self.policy.clone(),
