@@ -11,7 +11,7 @@ MUSL := x86_64-unknown-linux-musl
 BUILD_FLAGS := --release --target $(MUSL)
 BIN := target/$(MUSL)/release/lockwarden
 
-.PHONY: help setup servers build dist install image test lint bench demo fuzz clean
+.PHONY: help setup servers build dist install image polyglot test lint bench demo fuzz clean
 
 # The packages built as wasm32-wasip2 components (by guest-build/, called from
 # host-harness/build.rs and tests/build.rs): the policies and the test guests.
@@ -80,6 +80,47 @@ $(AZURITE)/node_modules/.package-lock.json: $(AZURITE)/package-lock.json
 
 servers: setup $(SERVERS_ENV)/installed $(AZURITE)/node_modules/.package-lock.json ## Install the S3, GCS and Azure test servers (moto, fake-gcs-server, Azurite)
 
+# The policies written in Python and JavaScript, and the test guests in those
+# languages, built into target/policies/ (tests/src/polyglot.rs) with the
+# examples' own build.sh and the toolchains their lock files pin:
+# componentize-py in a venv of its own, componentize-js under the example.
+# The -wasi guests are the same sources built with the toolchains' defaults,
+# which import WASI: the tests check that lockwarden refuses them at load.
+POLICIES := target/policies
+PY_POLICY := examples/policies/strict-python
+JS_POLICY := examples/policies/strict-js
+PY_TOOLCHAIN := target/policy-python
+PY_GUEST := tests/polyglot/misbehave-python
+JS_GUEST := tests/polyglot/misbehave-js
+POLYGLOT := $(addprefix $(POLICIES)/,strict-python.wasm strict-js.wasm misbehave-python.wasm \
+	misbehave-python-wasi.wasm misbehave-js.wasm misbehave-js-wasi.wasm)
+PY_BUILD = COMPONENTIZE_PY=$(abspath $(PY_TOOLCHAIN))/bin/componentize-py LOCKWARDEN_WIT=$(abspath wit) $(PY_POLICY)/build.sh
+JS_BUILD = LOCKWARDEN_WIT=$(abspath wit) $(JS_POLICY)/build.sh
+
+$(PY_TOOLCHAIN)/installed: $(PY_POLICY)/requirements.txt
+	python3 -m venv $(PY_TOOLCHAIN) || { echo "cannot create a Python venv: apt-get install python3-venv" >&2; exit 1; }
+	$(PY_TOOLCHAIN)/bin/pip install --quiet --disable-pip-version-check -r $<
+	touch $@
+$(JS_POLICY)/node_modules/.package-lock.json: $(JS_POLICY)/package-lock.json
+	npm ci --prefix $(JS_POLICY) --no-audit --no-fund --loglevel=error
+
+$(POLICIES)/strict-python.wasm: $(PY_TOOLCHAIN)/installed wit/policy.wit $(PY_POLICY)/build.sh $(wildcard $(PY_POLICY)/*.py)
+	$(PY_BUILD) $@
+$(POLICIES)/misbehave-python.wasm: $(PY_TOOLCHAIN)/installed wit/policy.wit $(PY_POLICY)/build.sh $(PY_GUEST)/app.py
+	$(PY_BUILD) $@ $(PY_GUEST)
+$(POLICIES)/misbehave-python-wasi.wasm: $(PY_TOOLCHAIN)/installed wit/policy.wit $(PY_GUEST)/app.py
+	cd $(PY_GUEST) && $(abspath $(PY_TOOLCHAIN))/bin/componentize-py --quiet -d $(abspath wit) \
+		-w stale-lock-policy componentize app -o $(abspath $@)
+$(POLICIES)/strict-js.wasm: $(JS_POLICY)/node_modules/.package-lock.json wit/policy.wit $(JS_POLICY)/build.sh $(wildcard $(JS_POLICY)/*.js)
+	$(JS_BUILD) $@
+$(POLICIES)/misbehave-js.wasm: $(JS_POLICY)/node_modules/.package-lock.json wit/policy.wit $(JS_POLICY)/build.sh $(JS_GUEST)/policy.js
+	$(JS_BUILD) $@ $(JS_GUEST)
+$(POLICIES)/misbehave-js-wasi.wasm: $(JS_POLICY)/node_modules/.package-lock.json wit/policy.wit $(JS_GUEST)/policy.js
+	cd $(JS_GUEST) && $(abspath $(JS_POLICY))/node_modules/.bin/componentize-js policy.js \
+		--wit $(abspath wit)/policy.wit --world-name stale-lock-policy --out $(abspath $@)
+
+polyglot: $(POLYGLOT) ## Build the Python and JavaScript policies and test guests into target/policies
+
 # restic 0.18, the second restic the end-to-end tests run: Debian 13's
 # package, fetched from the Debian mirror this machine's apt sources name
 # (scripts/debian-package.sh, on a private apt state), unpacked, never
@@ -128,12 +169,16 @@ $(DEPLOY_CHECK_ENV)/installed: deploy/requirements.txt
 # TEST_THREADS=1 runs them one at a time. The image is assembled from the
 # test build's binary before the tests run.
 TEST_THREADS ?= $(shell echo $$(( $$(nproc) * 2 )))
-test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed $(RESTIC_018) $(PROMTOOL) $(DEPLOY_CHECK_ENV)/installed ## Build everything (the test guests and the image too), run all tests (Rust, Node.js and Python hosts); the end-to-end ones with restic 0.14 and 0.18
+test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed $(RESTIC_018) $(PROMTOOL) $(DEPLOY_CHECK_ENV)/installed $(POLYGLOT) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js and Python hosts); the end-to-end ones with restic 0.14 and 0.18
 	@./scripts/need.sh $(IMAGE_TOOLS)
 	$(CARGO) test $(BUILD_FLAGS) --workspace --no-run
 	./scripts/image.sh build $(BIN) $(IMAGE_LAYOUT)
 	./scripts/check-monitoring.sh $(PROMTOOL)
 	./scripts/check-manifests.sh $(DEPLOY_CHECK_ENV)
+	node --test $(JS_POLICY)/rules.test.js
+	rm -rf $(PY_TOOLCHAIN)/bindings
+	$(PY_TOOLCHAIN)/bin/componentize-py --quiet -d wit -w stale-lock-policy bindings $(PY_TOOLCHAIN)/bindings
+	cd $(PY_POLICY) && PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$(abspath $(PY_TOOLCHAIN))/bindings python3 -m unittest -q test_rules
 	$(CARGO) test $(BUILD_FLAGS) --workspace -- --test-threads=$(TEST_THREADS)
 	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) $(CARGO) test $(BUILD_FLAGS) --workspace --test e2e -- --test-threads=$(TEST_THREADS)
 
@@ -142,7 +187,7 @@ lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-w
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy $(COMPONENTS) --target wasm32-wasip2 -- -D warnings
 
-bench: setup servers $(NODE_HOST)/node_modules/.package-lock.json ## Measure against restic and native code; writes BENCHMARKS.md (not part of test)
+bench: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(POLYGLOT) ## Measure against restic and native code; writes BENCHMARKS.md (not part of test)
 	@./scripts/need.sh /usr/bin/time:time
 	$(CARGO) build --release -p lockwarden -p lockwarden-bench
 	./target/release/lockwarden-bench

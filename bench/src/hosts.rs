@@ -74,7 +74,7 @@ pub fn compare() -> Vec<HostPair> {
                     .env("LOCKWARDEN_CACHE_DIR", cache.path()),
             );
             let node = json_of(
-                Command::new("node")
+                node_host::node()
                     .arg(node_host::dir().join("bench.mjs"))
                     .arg(&transpiled)
                     .arg(&file)

@@ -12,8 +12,11 @@ use std::time::{Duration, SystemTime};
 
 use lockwarden_tests::adversary::{doc, pair, verdict, warden};
 use lockwarden_tests::lock_writer::LockWriter;
+use lockwarden_tests::polyglot::{self, Polyglot};
 use lockwarden_tests::restic::TestRepo;
-use lockwarden_tests::{Finished, TESTS_DIR, finish, guests, lockwarden, node_host};
+use lockwarden_tests::{
+    Finished, TESTS_DIR, finish, guests, lockwarden, node_host, shared_policy_cache,
+};
 use serde_json::Value;
 
 fn default_cases() -> PathBuf {
@@ -26,8 +29,7 @@ fn strict_cases() -> PathBuf {
 
 /// `lockwarden policy conformance --json` with `policy` (None: built-in).
 fn rust_host(policy: Option<&Path>, cases: &Path) -> (i32, Value) {
-    let cache = tempfile::tempdir().expect("temp dir");
-    let mut command = lockwarden(cache.path());
+    let mut command = lockwarden(&shared_policy_cache());
     command
         .args(["policy", "conformance", "--json", "--cases"])
         .arg(cases);
@@ -238,7 +240,7 @@ fn node_finish(component: &Path, cases: &Path) -> Finished {
     let transpiled = out_dir.path().join("policy");
     node_host::transpile(component, &transpiled);
     finish(
-        Command::new("node")
+        node_host::node()
             .arg(node_host::dir().join("run-conformance.mjs"))
             .arg(&transpiled)
             .arg(cases),
@@ -330,6 +332,41 @@ fn python_runs_every_policy_exactly_as_rust_does() {
     let old = python_run(guests::DEFAULT_0_1.path(), &default_cases());
     assert_eq!(old["contract"], "0.1.0");
     assert_eq!(skipped(&old), cases_needing(&default_cases(), "0.2.0"));
+}
+
+/// The strict example written in another language passes the strict cases
+/// in lockwarden with exactly the Rust example's answers (the same rules,
+/// words and refusals), and the Node.js and Python hosts answer as
+/// lockwarden does.
+fn assert_strict_example_in_three_hosts(policy: Polyglot) {
+    let (path, cases_dir) = (policy.path(), strict_cases());
+    let (code, doc) = rust_host(Some(&path), &cases_dir);
+    assert_eq!(failures(&doc), Vec::<String>::new(), "{policy}");
+    assert_eq!(code, 0, "{policy}");
+    let (_, rust_example) = rust_host(Some(guests::STRICT.path()), &cases_dir);
+    let theirs = cases(&doc);
+    assert_eq!(theirs.len(), cases(&rust_example).len());
+    for (ours, theirs) in cases(&rust_example).iter().zip(theirs) {
+        assert!(
+            ours["observed"] == theirs["observed"],
+            "case {}: {policy} answers otherwise than the Rust example\nRust: {}\n{policy}: {}",
+            ours["name"],
+            ours["observed"],
+            theirs["observed"]
+        );
+    }
+    assert_agrees_with_rust("Node.js", &node_run(&path, &cases_dir), &path, &cases_dir);
+    assert_agrees_with_rust("Python", &python_run(&path, &cases_dir), &path, &cases_dir);
+}
+
+#[test]
+fn the_strict_example_in_python_answers_as_the_rust_one_in_three_hosts() {
+    assert_strict_example_in_three_hosts(polyglot::STRICT_PYTHON);
+}
+
+#[test]
+fn the_strict_example_in_javascript_answers_as_the_rust_one_in_three_hosts() {
+    assert_strict_example_in_three_hosts(polyglot::STRICT_JS);
 }
 
 /// A directory holding copies of the default suite's cases `names`.

@@ -29,6 +29,7 @@ mod notifications;
 mod oci;
 mod operators;
 mod policy_cli;
+mod polyglot;
 mod rclone;
 mod rclone_secrets;
 mod repo;

@@ -7,9 +7,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
+use lockwarden_tests::polyglot;
 use lockwarden_tests::registry::{REGISTRY_PASS, REGISTRY_USER, RawArtifact, Registry, digest};
 use lockwarden_tests::restic::TestRepo;
-use lockwarden_tests::{Finished, finish, guests, lockwarden};
+use lockwarden_tests::{Finished, finish, guests, lockwarden, shared_policy_cache};
 use serde_json::Value;
 
 /// `lockwarden policy push FILE REF --insecure-registry`, with the Docker
@@ -345,4 +346,44 @@ fn a_registry_over_https_is_used_when_its_certificate_is_trusted() {
     assert_eq!(out.code, 3, "{out:?}");
     let doc: Value = serde_json::from_str(&out.stdout).expect("check --json");
     assert_eq!(doc["locks"][0]["id"], stale.as_str());
+}
+
+/// The strict example in Python and in JavaScript travels like any policy:
+/// pushed (after lockwarden has loaded it), pulled by digest, and judging a
+/// real repository's stale lock by its rules.
+#[test]
+fn python_and_javascript_policies_are_pushed_and_run_from_the_registry() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = Registry::start(dir.path());
+    let docker = dir.path().join("docker");
+    // Compiling the Python component takes seconds: one cache for all.
+    let cache = shared_policy_cache();
+    for (policy, name) in [
+        (polyglot::STRICT_PYTHON, "lockwarden-strict-example-python"),
+        (polyglot::STRICT_JS, "lockwarden-strict-example-js"),
+    ] {
+        let reference = format!("oci://{}/lockwarden/{name}:0.2.0", registry.host);
+        let out = finish(
+            lockwarden(&cache)
+                .args(["policy", "push"])
+                .arg(policy.path())
+                .args([&reference, "--insecure-registry"])
+                .env("DOCKER_CONFIG", &docker),
+        );
+        assert_eq!(out.code, 0, "{policy}: {out:?}");
+        let pinned = out.stdout.trim().to_owned();
+        let (repo, stale) = repo_with_stale_lock();
+        let out = finish(
+            repo.lockwarden("unlock")
+                .args(["--json", "--insecure-registry", "--policy", &pinned])
+                .env("DOCKER_CONFIG", &docker)
+                .env("LOCKWARDEN_CACHE_DIR", &cache),
+        );
+        assert_eq!(out.code, 0, "{policy}: {out:?}");
+        let doc: Value = serde_json::from_str(&out.stdout).expect("unlock --json");
+        assert_eq!(doc["policy"]["name"], name, "{doc:#}");
+        assert_eq!(doc["locks"][0]["id"], stale.as_str());
+        assert_eq!(doc["locks"][0]["rule"], "expired", "{doc:#}");
+        assert!(!repo.lock_ids().contains(&stale), "{policy}: removed");
+    }
 }

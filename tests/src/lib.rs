@@ -15,6 +15,7 @@ pub mod lock_writer;
 pub mod metrics;
 pub mod node_host;
 pub mod parity;
+pub mod polyglot;
 pub mod recorder;
 pub mod registry;
 pub mod repo_template;
@@ -106,6 +107,15 @@ pub fn lockwarden(cache: &Path) -> Command {
     let mut command = Command::new(lockwarden_bin());
     command.env("LOCKWARDEN_CACHE_DIR", cache);
     command
+}
+
+/// A policy artifact cache shared by every test process and run
+/// (`target/test-policy-cache`), for tests that run policies but do not test
+/// the cache: compiling the Python strict example takes seconds, loading its
+/// artifact a fraction of one. Artifacts are keyed by the component's digest
+/// and the engine's (tests/e2e/runtime.rs tests the cache itself).
+pub fn shared_policy_cache() -> PathBuf {
+    Path::new(TESTS_DIR).join("../target/test-policy-cache")
 }
 
 /// What a finished command printed, for assertions.

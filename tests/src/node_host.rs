@@ -17,6 +17,15 @@ pub fn dir() -> PathBuf {
     dir
 }
 
+/// `node`, ready to run a transpiled policy: Node.js 20's V8 still needs a
+/// flag for extended constant expressions (on by default from V8 11.4),
+/// which componentize-py's CPython uses in its globals' initializers.
+pub fn node() -> Command {
+    let mut command = Command::new("node");
+    command.arg("--experimental-wasm-extended-const");
+    command
+}
+
 /// `jco transpile COMPONENT --instantiation async --name policy -o OUT`: the
 /// form `host.mjs` loads.
 pub fn transpile(component: &Path, out: &Path) {
