@@ -3,13 +3,15 @@
 //! nothing to reach, and the toolchains' default builds, which import WASI,
 //! are refused at load.
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::Arc;
 
 use lockwarden::contract::{Action, EvaluateRequest, Lock, Repository};
 use lockwarden::evidence::Recorded;
 use lockwarden::runtime::{ArtifactCache, Limits, PluginError, Policy, Runtime};
 use lockwarden_tests::polyglot::{self, Polyglot};
-use lockwarden_tests::shared_policy_cache;
+use lockwarden_tests::{TESTS_DIR, finish, lockwarden, shared_policy_cache};
 
 const NOW: i64 = 1_796_040_000_000_000_000; // 2026-11-30T12:00:00Z
 
@@ -160,4 +162,106 @@ fn the_toolchains_default_builds_are_refused_at_load() {
             assert!(message.contains(import), "{guest}: {import}: {message}");
         }
     }
+}
+
+/// `lockwarden policy new --lang L DIR`, built the way its README says with
+/// the toolchains `make test` installed, passes the conformance cases written
+/// beside it; DIR is refused once it holds anything.
+fn assert_new_policy_builds_and_passes(lang: &str, build: impl FnOnce(&Path) -> PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let new = dir.path().join("mine");
+    let cache = shared_policy_cache();
+    let out = finish(
+        lockwarden(&cache)
+            .args(["policy", "new", "--lang", lang])
+            .arg(&new),
+    );
+    assert_eq!(out.code, 0, "{lang}: {out:?}");
+    assert!(
+        out.stdout.contains("lockwarden policy conformance"),
+        "{out:?}"
+    );
+    let component = build(&new);
+    let out = finish(
+        lockwarden(&cache)
+            .args(["policy", "conformance", "--cases"])
+            .arg(new.join("conformance"))
+            .arg("--policy")
+            .arg(&component),
+    );
+    assert_eq!(out.code, 0, "{lang}: {out:?}");
+    assert!(
+        out.stdout.contains("10 passed, 0 failed"),
+        "{lang}: {out:?}"
+    );
+    let again = finish(
+        lockwarden(&cache)
+            .args(["policy", "new", "--lang", lang])
+            .arg(&new),
+    );
+    assert_ne!(again.code, 0, "{again:?}");
+    assert!(again.stderr.contains("it is not empty"), "{again:?}");
+}
+
+/// Runs a starting point's build.sh, which writes policy.wasm beside it.
+fn build_sh(dir: &Path, env: &[(&str, &Path)]) -> PathBuf {
+    let mut command = Command::new(dir.join("build.sh"));
+    command.current_dir(dir);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let out = finish(&mut command);
+    assert_eq!(out.code, 0, "build.sh: {out:?}");
+    dir.join("policy.wasm")
+}
+
+fn workspace() -> PathBuf {
+    Path::new(TESTS_DIR).join("..")
+}
+
+#[test]
+fn policy_new_in_python_builds_and_passes_its_cases() {
+    assert_new_policy_builds_and_passes("python", |dir| {
+        let tool = workspace().join("target/policy-python/bin/componentize-py");
+        build_sh(dir, &[("COMPONENTIZE_PY", &tool)])
+    });
+}
+
+#[test]
+fn policy_new_in_javascript_builds_and_passes_its_cases() {
+    assert_new_policy_builds_and_passes("js", |dir| {
+        // What `npm ci` would install: the lock it wrote is the example's.
+        let example = workspace().join("examples/policies/strict-js");
+        let lock = |d: &Path| std::fs::read(d.join("package-lock.json")).expect("lock");
+        assert_eq!(lock(dir), lock(&example));
+        std::os::unix::fs::symlink(example.join("node_modules"), dir.join("node_modules"))
+            .expect("link the installed toolchain");
+        build_sh(dir, &[])
+    });
+}
+
+#[test]
+fn policy_new_in_rust_builds_and_passes_its_cases() {
+    assert_new_policy_builds_and_passes("rust", |dir| {
+        // Its own target directory, kept between runs; offline: the crates
+        // it needs are the workspace's, already downloaded.
+        let target = workspace().join("target/policy-new-rust");
+        let mut command = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()));
+        command
+            .current_dir(dir)
+            .args(["build", "--quiet", "--offline", "--release"])
+            .args(["--target", "wasm32-wasip2", "--target-dir"])
+            .arg(&target);
+        for name in [
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_TARGET",
+            "RUSTFLAGS",
+            "CARGO_ENCODED_RUSTFLAGS",
+        ] {
+            command.env_remove(name);
+        }
+        let out = finish(&mut command);
+        assert_eq!(out.code, 0, "cargo build: {out:?}");
+        target.join("wasm32-wasip2/release/policy.wasm")
+    });
 }

@@ -1,5 +1,5 @@
-//! `lockwarden policy info|eval`: inspect a policy, run it on a recorded
-//! request.
+//! `lockwarden policy ...`: inspect a policy, run it on a recorded request,
+//! time it, test it, publish it, or start a new one.
 
 use lockwarden::files::{read_bounded, read_regular_file};
 use lockwarden::limits;
@@ -19,6 +19,7 @@ use super::{Outcome, PolicyArgs, UsageError};
 
 mod bench;
 mod conformance;
+mod new;
 mod push;
 
 #[derive(Debug, Subcommand)]
@@ -33,6 +34,9 @@ pub enum PolicyCommand {
     Conformance(conformance::ConformanceArgs),
     /// Push a policy component to an OCI registry and print its digest.
     Push(push::PushArgs),
+    /// Start a policy of your own in Rust, Python or JavaScript: write the
+    /// strict example, its contract and its conformance cases into DIR.
+    New(new::NewArgs),
 }
 
 #[derive(Debug, Args)]
@@ -60,6 +64,7 @@ pub fn run(command: PolicyCommand) -> Outcome<ExitCode> {
         PolicyCommand::Bench(args) => bench::run(&args),
         PolicyCommand::Conformance(args) => conformance::run(&args),
         PolicyCommand::Push(args) => push::run(&args),
+        PolicyCommand::New(args) => new::run(&args),
     }
 }
 
