@@ -20,6 +20,8 @@ fn main() {
     let evaluation = policy::evaluation();
     step("plugin start");
     let start = policy::start();
+    step("the strict example in Rust, Python and JavaScript");
+    let languages = policy::languages();
     // `lockwarden-bench policy` stops here: a quick loop for profiling.
     if std::env::args().nth(1).as_deref() == Some("policy") {
         for e in &evaluation {
@@ -32,6 +34,12 @@ fn main() {
             "start: {:?} {:?} {:?}",
             start.first_load, start.cached_load, start.instantiate_evaluate_one
         );
+        for l in &languages {
+            eprintln!(
+                "{}: first {:?} cached {:?} one {:?} 1000 {:?}",
+                l.name, l.first_load, l.cached_load, l.evaluate_one, l.evaluate_thousand
+            );
+        }
         return;
     }
     step("one-shot unlock, 1,000 locks");
@@ -51,6 +59,7 @@ fn main() {
     let results = report::Results {
         evaluation,
         start,
+        languages,
         unlock: vec![unlock_1k, unlock_10k],
         round,
         rest,

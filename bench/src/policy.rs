@@ -288,3 +288,76 @@ pub fn start() -> Start {
         instantiate_evaluate_one,
     }
 }
+
+/// What one language costs: the strict example written in it, built from
+/// source, in lockwarden's runtime.
+pub struct Language {
+    /// The language.
+    pub name: &'static str,
+    /// The component's size in bytes.
+    pub bytes: u64,
+    /// Compile the component (no cache).
+    pub first_load: Summary,
+    /// Load from the artifact cache.
+    pub cached_load: Summary,
+    /// Fresh store, instantiate, evaluate one lock, check the verdict.
+    pub evaluate_one: Summary,
+    /// The same with 1,000 locks.
+    pub evaluate_thousand: Summary,
+}
+
+/// The strict example in Rust, Python and JavaScript: the same verdicts
+/// (checked first), then each one's start and evaluation costs.
+pub fn languages() -> Vec<Language> {
+    let examples = [
+        ("Rust", lockwarden_tests::guests::STRICT.path().to_owned()),
+        ("Python", lockwarden_tests::polyglot::STRICT_PYTHON.path()),
+        ("JavaScript", lockwarden_tests::polyglot::STRICT_JS.path()),
+    ];
+    let (one, one_evidence) = host_request(&specs(1));
+    let (thousand, thousand_evidence) = host_request(&specs(1000));
+    let (one_evidence, thousand_evidence) = (Arc::new(one_evidence), Arc::new(thousand_evidence));
+    let uncached = Runtime::new(Limits::default(), None).expect("engine");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cached = Runtime::new(
+        Limits::default(),
+        Some(ArtifactCache::new(dir.path().to_owned())),
+    )
+    .expect("engine");
+    let mut agreed: Option<Vec<(String, String)>> = None;
+    examples
+        .into_iter()
+        .map(|(name, path)| {
+            let bytes = std::fs::read(&path).expect("the strict example's component");
+            let source = path.display().to_string();
+            let first_load = time(3, || uncached.load(&source, &bytes).expect("load"));
+            let policy = cached.load(&source, &bytes).expect("warm the cache");
+            let verdicts: Vec<(String, String)> = cached
+                .evaluate(&policy, NOW, thousand_evidence.clone(), &thousand)
+                .expect("evaluate")
+                .verdicts
+                .locks
+                .into_iter()
+                .map(|v| (v.rule, v.reason))
+                .collect();
+            assert_eq!(
+                *agreed.get_or_insert_with(|| verdicts.clone()),
+                verdicts,
+                "{name}"
+            );
+            let evaluate = |request: &EvaluateRequest, evidence: &Arc<Recorded>| {
+                cached
+                    .evaluate(&policy, NOW, evidence.clone(), request)
+                    .expect("evaluate")
+            };
+            Language {
+                name,
+                bytes: bytes.len() as u64,
+                first_load,
+                cached_load: time(20, || cached.load(&source, &bytes).expect("load")),
+                evaluate_one: time(300, || evaluate(&one, &one_evidence)),
+                evaluate_thousand: time(30, || evaluate(&thousand, &thousand_evidence)),
+            }
+        })
+        .collect()
+}
