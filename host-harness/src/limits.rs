@@ -30,6 +30,11 @@ pub const POLICY_STDERR: usize = 16 * 1024;
 pub const POLICY_LOG_LINES: usize = 1000;
 /// See [`POLICY_LOG_LINES`].
 pub const POLICY_LOG_LINE: usize = 1024;
+/// The longest rule name a verdict may give, in bytes: a rule is a name
+/// (`expired`, `host-gone`); a longer one makes the verdicts an error.
+pub const POLICY_RULE: usize = 128;
+/// Where a verdict's reason, or a policy's error message, is cut (bytes).
+pub const POLICY_REASON: usize = 4096;
 /// A repository file (`--repository-file`).
 pub const REPOSITORY_FILE: u64 = 64 * 1024;
 /// A policy component (the default policy is about 200 KiB).

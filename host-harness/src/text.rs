@@ -24,6 +24,20 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Cuts `text` to at most `max` bytes at a character boundary and ends it
+/// with `…` when anything was cut.
+pub fn cut(text: &mut String, max: usize) {
+    if text.len() <= max {
+        return;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push('…');
+}
+
 fn needs_escape(c: char) -> bool {
     c.is_control()
         // The escape character itself, so that an escape cannot be faked.
@@ -45,6 +59,16 @@ fn needs_escape(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cuts_at_a_character_boundary() {
+        let mut long = "héllo".repeat(3);
+        cut(&mut long, 2);
+        assert_eq!(long, "h…");
+        let mut short = "ok".to_owned();
+        cut(&mut short, 2);
+        assert_eq!(short, "ok");
+    }
 
     #[test]
     fn escapes_controls_only() {

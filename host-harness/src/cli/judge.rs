@@ -301,7 +301,9 @@ fn table(rows: impl Iterator<Item = [String; 8]>) -> String {
     let mut widths = [0usize; 8];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
+            // Padding is bounded (a format width must fit in a u16); a
+            // longer cell just runs on.
+            *w = (*w).max(cell.chars().count()).min(256);
         }
     }
     let mut out = String::new();

@@ -204,9 +204,12 @@ impl Runtime {
                 })
             }),
         };
-        let verdicts = match result {
+        let mut verdicts = match result {
             Err(e) => return Err(classify(name, &store, self.limits, e)),
-            Ok(Err(error)) => {
+            Ok(Err(mut error)) => {
+                let (contract::PolicyError::InvalidSetting(message)
+                | contract::PolicyError::Failed(message)) = &mut error;
+                crate::text::cut(message, crate::limits::POLICY_REASON);
                 return Err(PluginError::Refused {
                     policy: name.to_owned(),
                     error,
@@ -215,6 +218,7 @@ impl Runtime {
             Ok(Ok(verdicts)) => verdicts.map_err(bad_verdicts)?,
         };
         validate(request, now, &verdicts).map_err(bad_verdicts)?;
+        verdicts::cut_reasons(&mut verdicts);
         Ok(Outcome {
             verdicts,
             logs: store.data_mut().take_logs(),

@@ -217,14 +217,7 @@ impl HostState {
         if self.logs.len() >= crate::limits::POLICY_LOG_LINES {
             return;
         }
-        if message.len() > crate::limits::POLICY_LOG_LINE {
-            let mut end = crate::limits::POLICY_LOG_LINE;
-            while !message.is_char_boundary(end) {
-                end -= 1;
-            }
-            message.truncate(end);
-            message.push('…');
-        }
+        crate::text::cut(&mut message, crate::limits::POLICY_LOG_LINE);
         self.logs.push(LogLine { level, message });
     }
 }

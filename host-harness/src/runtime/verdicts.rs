@@ -91,8 +91,10 @@ impl Verdicts {
 }
 
 /// Checks `verdicts` against `request` evaluated at `now`: one verdict per
-/// lock and per unreadable file, and no `remove` for an unreadable file the
-/// host holds less than [`UNREADABLE_MIN_AGE`] of age evidence for.
+/// lock and per unreadable file, rules that are names (at most
+/// [`limits::POLICY_RULE`](crate::limits::POLICY_RULE) bytes), and no
+/// `remove` for an unreadable file the host holds less than
+/// [`UNREADABLE_MIN_AGE`] of age evidence for.
 pub fn validate(
     request: &EvaluateRequest,
     now: i64,
@@ -110,6 +112,18 @@ pub fn validate(
             return Err(format!("{got} verdicts for {want} {what}"));
         }
     }
+    let rule = crate::limits::POLICY_RULE;
+    if let Some(long) = verdicts
+        .locks
+        .iter()
+        .chain(&verdicts.unreadable)
+        .find(|v| v.rule.len() > rule)
+    {
+        return Err(format!(
+            "a rule of {} bytes: a rule is a name of at most {rule} bytes",
+            long.rule.len()
+        ));
+    }
     for (file, verdict) in request.unreadable.iter().zip(&verdicts.unreadable) {
         if verdict.action == Action::Remove && !old_enough(file, now) {
             return Err(format!(
@@ -123,6 +137,15 @@ pub fn validate(
         }
     }
     Ok(())
+}
+
+/// Cuts every reason to [`limits::POLICY_REASON`](crate::limits::POLICY_REASON)
+/// bytes: a policy's words are shown, stored and sent, and it may not make
+/// them unbounded.
+pub fn cut_reasons(verdicts: &mut PolicyVerdicts) {
+    for verdict in verdicts.locks.iter_mut().chain(&mut verdicts.unreadable) {
+        crate::text::cut(&mut verdict.reason, crate::limits::POLICY_REASON);
+    }
 }
 
 /// Whether the host's own evidence says `file` has been there for at least
@@ -264,6 +287,23 @@ mod tests {
             validate(&request(&["a"], &[("c", None, None)]), NOW, &keep_file),
             Ok(())
         );
+    }
+
+    #[test]
+    fn a_rule_is_a_name_and_a_reason_is_cut() {
+        let req = request(&["a"], &[("c", None, None)]);
+        let mut checked = verdicts(1, &[Action::Keep]);
+        checked.unreadable[0].rule = "r".repeat(crate::limits::POLICY_RULE);
+        assert_eq!(validate(&req, NOW, &checked), Ok(()));
+        checked.unreadable[0].rule.push('r');
+        let err = validate(&req, NOW, &checked).expect_err("a rule too long");
+        assert!(err.contains("a rule of 129 bytes"), "{err}");
+        checked.locks[0].reason = "é".repeat(crate::limits::POLICY_REASON);
+        cut_reasons(&mut checked);
+        let reason = &checked.locks[0].reason;
+        assert!(reason.len() <= crate::limits::POLICY_REASON + '…'.len_utf8());
+        assert!(reason.ends_with('…'), "{reason}");
+        assert_eq!(checked.unreadable[0].reason, "test");
     }
 
     #[test]
