@@ -117,7 +117,7 @@ pub enum OciError {
     },
     /// The layer (or the file to push) is not a component.
     #[error(
-        "{what} is not a WebAssembly component: {cause}; build policies with `cargo build --target wasm32-wasip2`"
+        "{what} is not a WebAssembly component: {cause}; a policy is a component (docs/writing-a-policy.md says how to build one)"
     )]
     NotComponent {
         /// The artifact or file.

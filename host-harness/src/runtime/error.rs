@@ -9,7 +9,7 @@ use crate::contract::PolicyError;
 pub enum PluginError {
     /// The file is not a WebAssembly component wasmtime can compile.
     #[error(
-        "cannot load policy {source_name}: {cause:#}; build it with `cargo build --target wasm32-wasip2`"
+        "cannot load policy {source_name}: {cause:#}; is it a WebAssembly component (docs/writing-a-policy.md says how to build one)?"
     )]
     Compile {
         /// Where the policy came from.
