@@ -135,7 +135,8 @@ fn steps(lang: Lang) -> String {
         ),
         Lang::Python => (
             "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt\n./build.sh",
-            ".venv/bin/componentize-py -d wit -w stale-lock-policy bindings .venv/bindings\n\
+            "rm -rf .venv/bindings\n\
+             .venv/bin/componentize-py -d wit -w stale-lock-policy bindings .venv/bindings\n\
              PYTHONPATH=.venv/bindings python3 -m unittest",
             "policy.wasm",
         ),
@@ -270,17 +271,22 @@ fn readme(lang: Lang) -> String {
     )
 }
 
-/// Creates `dir` (or takes it when it is empty) and writes `files` in it,
-/// never over an existing file and never through a link.
+/// Creates `dir` (or takes it when it is an empty directory of this user's,
+/// not a link) and writes `files` in it, never over an existing file and
+/// never through a link.
 fn write_all(dir: &Path, files: &[File]) -> std::io::Result<()> {
-    match std::fs::create_dir(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            if std::fs::read_dir(dir)?.next().is_some() {
-                return Err(std::io::Error::other("it is not empty"));
-            }
-        }
+    use std::os::unix::fs::MetadataExt as _;
+    let refuse = |why: &str| Err(std::io::Error::other(why.to_owned()));
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(dir)?,
         Err(e) => return Err(e),
+        Ok(meta) if meta.file_type().is_symlink() => return refuse("it is a symbolic link"),
+        Ok(meta) if !meta.is_dir() => return refuse("it is not a directory"),
+        Ok(meta) if meta.uid() != rustix::process::geteuid().as_raw() => {
+            return refuse("it belongs to another user");
+        }
+        Ok(_) if std::fs::read_dir(dir)?.next().is_some() => return refuse("it is not empty"),
+        Ok(_) => {}
     }
     let root = Dir::open_ambient_dir(dir, ambient_authority())?;
     for file in files {
@@ -317,6 +323,13 @@ mod tests {
             );
             let refused = write_all(&target, &files(lang)).expect_err("not empty");
             assert!(refused.to_string().contains("not empty"), "{refused}");
+            let empty = dir.path().join("empty");
+            std::fs::create_dir(&empty).expect("an empty directory");
+            let link = dir.path().join("link");
+            std::os::unix::fs::symlink(&empty, &link).expect("a link to it");
+            let refused = write_all(&link, &files(lang)).expect_err("a link");
+            assert!(refused.to_string().contains("symbolic link"), "{refused}");
+            write_all(&empty, &files(lang)).expect("an empty directory is filled");
         }
     }
 
