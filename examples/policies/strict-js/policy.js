@@ -20,7 +20,9 @@ export const policy = {
 
   evaluate(request) {
     const settings = rules.parseSettings(request.settings);
-    const time = now();
+    // componentize-js 0.23 gives the s64 of an import's result as unsigned:
+    // a time before 1970 would read as far in the future.
+    const time = BigInt.asIntN(64, now());
     const local = localHostname();
 
     // First every question, each once; then one call to the host.

@@ -28,6 +28,19 @@ const SECOND = 1_000_000_000n;
 const RESTIC_STALE_AGE = 30n * 60n * SECOND;
 const I64_MIN = -(2n ** 63n);
 const I64_MAX = 2n ** 63n - 1n;
+// What Rust's `str::trim` takes off (Unicode's White_Space): JavaScript's
+// own `trim()` differs (it takes U+FEFF, leaves U+0085) and would read a
+// setting otherwise.
+const WHITE_SPACE = new Set([...'\t\n\v\f\r \u0085\u00a0\u1680\u2028\u2029\u202f\u205f\u3000',
+  ...Array.from({ length: 11 }, (_, i) => String.fromCodePoint(0x2000 + i))]);
+
+function trim(text) {
+  const chars = [...text];
+  let [start, end] = [0, chars.length];
+  while (start < end && WHITE_SPACE.has(chars[start])) start += 1;
+  while (end > start && WHITE_SPACE.has(chars[end - 1])) end -= 1;
+  return chars.slice(start, end).join('');
+}
 
 /** The contract's invalid-setting error, thrown out of `evaluate`. */
 function invalid(message) {
@@ -50,7 +63,7 @@ export function parseSettings(pairs) {
     } else if (key === 'exclusive-min-age') {
       settings.exclusiveMinAge = duration(key, value);
     } else if (key === 'always-alive') {
-      settings.alwaysAlive = value.split(',').map((p) => p.trim()).filter((p) => p !== '');
+      settings.alwaysAlive = value.split(',').map(trim).filter((p) => p !== '');
     } else {
       throw invalid(`unknown setting \`${key}\`: this policy accepts stale-after, `
         + 'exclusive-min-age and always-alive');
@@ -89,21 +102,30 @@ function duration(key, value) {
 
 /**
  * `*` matches any run of characters; everything else matches itself,
- * ignoring ASCII case (hostnames are case-insensitive).
+ * ignoring ASCII case (hostnames are case-insensitive). One pass that lets
+ * the last `*` seen take one more character whenever the rest fails.
  */
 export function matches(pattern, hostname) {
   const fold = (c) => (c >= 'A' && c <= 'Z' ? c.toLowerCase() : c);
-  const host = [...hostname];
-  // reachable[j]: the pattern read so far matches host[0..j].
-  let reachable = [true, ...host.map(() => false)];
-  for (const p of pattern) {
-    if (p === '*') {
-      for (let j = 1; j < reachable.length; j += 1) reachable[j] ||= reachable[j - 1];
+  const [p, h] = [[...pattern], [...hostname]];
+  let [pi, hi] = [0, 0];
+  // The last `*`, and how much of the hostname it covers so far.
+  let [star, covered] = [-1, 0];
+  while (hi < h.length) {
+    if (p[pi] === '*') {
+      [star, covered] = [pi, hi];
+      pi += 1;
+    } else if (pi < p.length && fold(p[pi]) === fold(h[hi])) {
+      pi += 1;
+      hi += 1;
+    } else if (star >= 0) {
+      covered += 1;
+      [pi, hi] = [star + 1, covered];
     } else {
-      reachable = [false, ...host.map((c, j) => reachable[j] && fold(c) === fold(p))];
+      return false;
     }
   }
-  return reachable[reachable.length - 1];
+  return p.slice(pi).every((c) => c === '*');
 }
 
 /** `a - b` within the contract's 64-bit timestamps. */
@@ -118,9 +140,10 @@ function seconds(nanoseconds) {
 }
 
 /**
- * `text` in double quotes, escaped, as the Rust example's `{:?}` shows ASCII
- * text (a lock's hostname is the holder's word: no control character reaches
- * a reason raw).
+ * `text` in double quotes, escaped: a quote, a backslash, tab, carriage
+ * return, newline and NUL by name, every other control character as
+ * `\u{hex}` (a lock's hostname is the holder's word: no control character
+ * reaches a reason raw), as the Rust example quotes.
  */
 export function quoted(text) {
   const named = { '"': '\\"', '\\': '\\\\', '\t': '\\t', '\r': '\\r', '\n': '\\n', '\0': '\\0' };

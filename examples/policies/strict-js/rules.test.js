@@ -2,7 +2,9 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decide, matches, parseSettings, unreadable } from './rules.js';
+import {
+  decide, matches, parseSettings, quoted, unreadable,
+} from './rules.js';
 
 const SECOND = 1_000_000_000n;
 const HOUR = 3600n * SECOND;
@@ -26,6 +28,14 @@ test('trusted hosts match patterns case-insensitively', () => {
   assert.ok(matches('*.lan', 'nas.lan'));
   assert.ok(!matches('db-*', 'web-1'));
   assert.ok(matches('ßackup-*', 'ßackup-1'));
+  assert.ok(matches('*a*b', 'xxaxxbxb'));
+  assert.ok(!matches('*a*b', 'xxaxxbxc'));
+  assert.ok(matches('**', '') && matches('a*', 'a') && !matches('a', ''));
+  assert.ok(!matches('*a*a*a*a*a*a*a*a*b', 'a'.repeat(40)));
+  assert.equal(quoted('a"b\\\n\u001b\u0085é'), '"a\\"b\\\\\\n\\u{1b}\\u{85}é"');
+  // Trimmed as Rust trims: U+0085 is white space, U+001C and U+FEFF are not.
+  assert.deepEqual(parseSettings([['always-alive', 'web-1\u0085, \u001c,\ufeff']]).alwaysAlive,
+    ['web-1', '\u001c', '\ufeff']);
   const s = parseSettings([['always-alive', 'db-*, nas']]);
   assert.equal(rule(s, lock(false, 0n, 'nas'), undefined, dead), 'trusted-host');
 });

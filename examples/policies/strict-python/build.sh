@@ -20,6 +20,10 @@ tool=${COMPONENTIZE_PY:-}
 if [ -z "$tool" ]; then
     if [ -x "$here/.venv/bin/componentize-py" ]; then tool=$here/.venv/bin/componentize-py; else tool=componentize-py; fi
 fi
+command -v "$tool" >/dev/null 2>&1 || {
+    echo "componentize-py is missing: run python3 -m venv .venv && .venv/bin/pip install -r requirements.txt in $here" >&2
+    exit 1
+}
 mkdir -p "$(dirname "$out")"
 cd "$src"
 exec "$tool" --quiet -d "$wit" -w stale-lock-policy \

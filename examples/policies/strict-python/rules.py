@@ -45,6 +45,11 @@ SECOND = 1_000_000_000
 # lock every 5 minutes but may go 22.5 minutes between refreshes.
 RESTIC_STALE_AGE = 30 * 60 * SECOND
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+# What Rust's `str::trim` takes off (Unicode's White_Space): Python's own
+# `strip()` takes more (U+001C..U+001F) and would read a setting otherwise.
+WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + (
+    "\u2028\u2029\u202f\u205f\u3000"
+)
 
 
 @dataclass
@@ -71,7 +76,8 @@ def parse_settings(pairs) -> Settings:
         elif key == "exclusive-min-age":
             settings.exclusive_min_age = duration(key, value)
         elif key == "always-alive":
-            settings.always_alive = [p.strip() for p in value.split(",") if p.strip()]
+            patterns = (p.strip(WHITE_SPACE) for p in value.split(","))
+            settings.always_alive = [p for p in patterns if p]
         else:
             raise invalid(
                 f"unknown setting `{key}`: this policy accepts stale-after, "
@@ -111,22 +117,28 @@ def duration(key: str, value: str) -> int:
 
 def matches(pattern: str, hostname: str) -> bool:
     """`*` matches any run of characters; everything else matches itself,
-    ignoring ASCII case (hostnames are case-insensitive)."""
+    ignoring ASCII case (hostnames are case-insensitive). One pass that lets
+    the last `*` seen take one more character whenever the rest fails."""
 
     def fold(c: str) -> str:
         return c.lower() if "A" <= c <= "Z" else c
 
-    # reachable[j]: the pattern read so far matches hostname[:j].
-    reachable = [True] + [False] * len(hostname)
-    for p in pattern:
-        if p == "*":
-            for j in range(1, len(reachable)):
-                reachable[j] = reachable[j] or reachable[j - 1]
+    pi = hi = 0
+    # The last `*`, and how much of the hostname it covers so far.
+    star, covered = -1, 0
+    while hi < len(hostname):
+        if pi < len(pattern) and pattern[pi] == "*":
+            star, covered = pi, hi
+            pi += 1
+        elif pi < len(pattern) and fold(pattern[pi]) == fold(hostname[hi]):
+            pi += 1
+            hi += 1
+        elif star >= 0:
+            covered += 1
+            pi, hi = star + 1, covered
         else:
-            reachable = [False] + [
-                reachable[j] and fold(hostname[j]) == fold(p) for j in range(len(hostname))
-            ]
-    return reachable[-1]
+            return False
+    return all(c == "*" for c in pattern[pi:])
 
 
 def saturating_sub(a: int, b: int) -> int:
@@ -141,9 +153,10 @@ def seconds(nanoseconds: int) -> int:
 
 
 def quoted(text: str) -> str:
-    """`text` in double quotes, escaped, as the Rust example's `{:?}` shows
-    ASCII text (a lock's hostname is the holder's word: no control character
-    reaches a reason raw)."""
+    """`text` in double quotes, escaped: a quote, a backslash, tab, carriage
+    return, newline and NUL by name, every other control character as
+    `\\u{hex}` (a lock's hostname is the holder's word: no control character
+    reaches a reason raw), as the Rust example quotes."""
     out = []
     for c in text:
         if c in '"\\':

@@ -43,6 +43,15 @@ class Rules(unittest.TestCase):
         self.assertTrue(rules.matches("*.lan", "nas.lan"))
         self.assertFalse(rules.matches("db-*", "web-1"))
         self.assertTrue(rules.matches("ßackup-*", "ßackup-1"))
+        self.assertTrue(rules.matches("*a*b", "xxaxxbxb"))
+        self.assertFalse(rules.matches("*a*b", "xxaxxbxc"))
+        self.assertTrue(rules.matches("**", "") and rules.matches("a*", "a"))
+        self.assertFalse(rules.matches("a", ""))
+        self.assertFalse(rules.matches("*a*a*a*a*a*a*a*a*b", "a" * 40))
+        self.assertEqual(rules.quoted('a"b\\\n\x1b\x85é'), '"a\\"b\\\\\\n\\u{1b}\\u{85}é"')
+        # Trimmed as Rust trims: U+0085 is white space, U+001C and U+FEFF are not.
+        s = rules.parse_settings([("always-alive", "web-1\x85, \x1c,\ufeff")])
+        self.assertEqual(s.always_alive, ["web-1", "\x1c", "\ufeff"])
         s = rules.parse_settings([("always-alive", "db-*, nas")])
         self.assertEqual(rule(s, lock(False, 0, "nas"), None, Liveness_Dead("x")), "trusted-host")
 
