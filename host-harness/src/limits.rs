@@ -51,9 +51,13 @@ pub const KUBERNETES_ITEMS: usize = 100_000;
 /// Bytes of one Kubernetes list, over all its pages (as a host inventory
 /// file may be): more is an error.
 pub const KUBERNETES_LIST: usize = 128 * 1024 * 1024;
-/// Repositories one `watch` discovers and watches at most (a thread each,
-/// and one for its notifications); the others are reported, not watched.
+/// Repositories one `watch` discovers and watches at most (and a thread
+/// each for their notifications); the others are reported, not watched.
 pub const DISCOVERED_REPOSITORIES: usize = 1000;
+/// The threads of `watch` that check repositories, each taking the one due
+/// first: a check waiting on a slow or unreachable store (each call has its
+/// timeout) holds one, the others go on.
+pub const WATCH_WORKERS: usize = 32;
 /// The watch configuration.
 pub const WATCH_CONFIG: u64 = 1024 * 1024;
 /// A REST listing of `locks/` or `keys/` (100,000 entries are about 10 MiB).

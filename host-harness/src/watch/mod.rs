@@ -2,8 +2,9 @@
 //! controller runs `restic unlock` every 5 minutes, but with the key derived
 //! once per repository, a first-seen store, evidence, and metrics.
 //!
-//! One thread per repository, so checks of one repository never overlap and a
-//! failing one (unreachable, wrong password) never holds up the others; it is
+//! A fixed set of workers checks each repository when it is due
+//! ([`schedule`]), so checks of one repository never overlap and a failing
+//! one (unreachable, wrong password) holds one worker, not the others; it is
 //! retried with backoff (10 s doubling, at most its interval).
 
 pub mod config;
@@ -13,6 +14,7 @@ pub mod leader;
 pub mod metrics;
 pub mod notify;
 mod pool;
+mod schedule;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,6 +36,7 @@ use leader::Leader;
 use metrics::{Metrics, Repo, RepoKind, RepoRule, RepoRulePair};
 use notify::Notifier;
 use pool::Pool;
+use schedule::Schedule;
 
 /// The first retry after a failed check waits this long, doubling.
 const FIRST_RETRY: Duration = Duration::from_secs(10);
@@ -89,19 +92,19 @@ pub struct Shared {
 
 /// Loads every policy the configuration names (once each), makes every
 /// fixed repository's warden (a setting either policy refuses fails now,
-/// not at every interval), then starts one thread per repository, and one
-/// for discovery when `[discover]` asks for it. Returns their handles.
+/// not at every interval), then starts the workers that check them, and a
+/// thread for discovery when `[discover]` asks for it. Returns their handles.
 pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<()>>, WatchError> {
-    let mut pool = Pool::new(shared.clone());
+    let (schedule, mut handles) = Schedule::start(shared.clone(), crate::limits::WATCH_WORKERS);
+    let mut pool = Pool::new(shared.clone(), schedule);
     let mut jobs = Vec::new();
     for repo in config.repositories {
         let warden = pool.warden(&repo)?;
         jobs.push((repo, warden));
     }
-    let mut handles: Vec<JoinHandle<()>> = jobs
-        .into_iter()
-        .map(|(repo, warden)| pool.launch(repo, warden, shared.stop.clone(), None))
-        .collect();
+    for (repo, warden) in jobs {
+        pool.launch(repo, warden, shared.stop.clone(), None);
+    }
     if let Some((discovery, template)) = config.discover {
         handles.push(std::thread::spawn(move || {
             pool.discover(discovery, template)
@@ -157,66 +160,108 @@ impl CheckError {
     }
 }
 
-/// The loop of one repository.
-fn watch_one(config: WatchedRepository, warden: &Warden, shared: &Shared, stop: &Stop) {
-    let label = Repo {
-        repository: config.name.clone(),
-    };
-    let mut notifier = Notifier::start(
-        &config.name,
-        config.notify.clone(),
-        config.owner.clone(),
-        config.settings.secrets(),
-        shared.metrics.clone(),
-    );
-    let interval = config.interval;
-    let _span = tracing::info_span!("watch", repository = %escape(&config.name)).entered();
-    let mut repo: Option<Repository> = None;
-    let mut retry = FIRST_RETRY;
-    tracing::info!(
-        "watching every {}s in {:?} mode",
-        interval.as_secs_f64(),
-        config.mode
-    );
-    while !stop.is_stopped() {
+/// One watched repository between its checks: what it was started with,
+/// its open repository (the key derived once) and its retry backoff.
+pub struct Watched {
+    config: WatchedRepository,
+    warden: Warden,
+    /// Stops this repository (the process's stop, for a fixed one).
+    stop: Arc<Stop>,
+    notifier: Notifier,
+    repo: Option<Repository>,
+    retry: Duration,
+}
+
+impl Watched {
+    /// `config`, to be checked with `warden` until `stop`.
+    pub fn new(
+        config: WatchedRepository,
+        warden: Warden,
+        shared: &Shared,
+        stop: Arc<Stop>,
+    ) -> Self {
+        let notifier = Notifier::start(
+            &config.name,
+            config.notify.clone(),
+            config.owner.clone(),
+            config.settings.secrets(),
+            shared.metrics.clone(),
+        );
+        tracing::info!(
+            repository = %escape(&config.name),
+            "watching every {}s in {:?} mode",
+            config.interval.as_secs_f64(),
+            config.mode
+        );
+        Watched {
+            config,
+            warden,
+            stop,
+            notifier,
+            repo: None,
+            retry: FIRST_RETRY,
+        }
+    }
+
+    /// The repository's name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// Its interval.
+    pub fn interval(&self) -> Duration {
+        self.config.interval
+    }
+
+    /// Closes the open repository: the next check opens it again.
+    pub fn forget_repository(&mut self) {
+        self.repo = None;
+    }
+
+    /// Checks the repository once (a standby replica does not); how long
+    /// to wait before the next check, or `None` once it is stopped.
+    pub fn check(&mut self, shared: &Shared) -> Option<Duration> {
+        let config = &self.config;
+        let _span = tracing::info_span!("watch", repository = %escape(&config.name)).entered();
+        if self.stop.is_stopped() || shared.stop.is_stopped() {
+            tracing::info!("stopped");
+            return None;
+        }
         if shared.leader.as_ref().is_some_and(|l| !l.acts()) {
             // A standby replica checks nothing: the leader does.
-            if stop.sleep(leader::RETRY) {
-                break;
-            }
-            continue;
+            return Some(leader::RETRY);
         }
+        let label = Repo {
+            repository: config.name.clone(),
+        };
         let started = Instant::now();
-        let result = check_once(&config, warden, shared, &mut repo);
+        let result = check_once(config, &self.warden, shared, &mut self.repo);
         shared
             .metrics
             .check_duration
             .get_or_create(&label)
             .observe(started.elapsed().as_secs_f64());
-        let wait = match result {
+        Some(match result {
             Ok(report) => {
-                notifier.after_check(&report, config.mode == Mode::Report);
-                retry = FIRST_RETRY;
-                interval
+                self.notifier
+                    .after_check(&report, config.mode == Mode::Report);
+                self.retry = FIRST_RETRY;
+                config.interval
             }
             Err(e) => {
                 shared.metrics.check_errors.get_or_create(&label).inc();
-                notifier.after_failure(&e.for_notification());
-                let wait = retry.min(interval);
+                self.notifier.after_failure(&e.for_notification());
+                let wait = self.retry.min(config.interval);
                 tracing::error!(
                     "check failed, retrying in {}s: {}",
                     wait.as_secs(),
                     escape(&e.to_string())
                 );
-                retry = (retry * 2).min(interval);
+                self.retry = (self.retry * 2).min(config.interval);
                 wait
             }
-        };
-        if stop.sleep(wait) {
-            break;
-        }
+        })
     }
-    tracing::info!("stopped");
 }
 
 /// Opens the repository if not yet open (the key is derived once and

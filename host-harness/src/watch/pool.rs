@@ -1,17 +1,17 @@
-//! The repositories being watched, one thread each: the fixed ones of
+//! The repositories being watched, on the [`Schedule`]: the fixed ones of
 //! `[[repository]]`, started once, and the discovered ones, started,
 //! restarted (their object or Secret changed) and stopped as discovery's
 //! rounds find them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use sha2::{Digest, Sha256};
 
 use super::config::WatchedRepository;
 use super::discover::{ClusterView, Discovery, Operator, Template, Unusable};
-use super::{Shared, WatchError, leader, load_once, watch_one};
+use super::schedule::Schedule;
+use super::{Shared, WatchError, Watched, leader, load_once};
 use crate::kubernetes::Kubernetes;
 use crate::limits;
 use crate::repo::PasswordSource;
@@ -23,7 +23,7 @@ use crate::warden::Warden;
 
 /// One running repository.
 struct Running {
-    /// Stops its thread (the process's stop, for a fixed one).
+    /// Stops it (the process's stop, for a fixed one).
     stop: Arc<Stop>,
     /// What it was started with: a change restarts it.
     fingerprint: [u8; 32],
@@ -34,6 +34,7 @@ struct Running {
 /// The running repositories and the policies they share.
 pub struct Pool {
     shared: Arc<Shared>,
+    schedule: Arc<Schedule>,
     policies: HashMap<PolicySource, Arc<Policy>>,
     running: HashMap<String, Running>,
     /// Why each unusable object was last refused (and through which
@@ -42,10 +43,11 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// An empty pool.
-    pub fn new(shared: Arc<Shared>) -> Pool {
+    /// An empty pool, its repositories checked on `schedule`.
+    pub fn new(shared: Arc<Shared>, schedule: Arc<Schedule>) -> Pool {
         Pool {
             shared,
+            schedule,
             policies: HashMap::new(),
             running: HashMap::new(),
             refused: HashMap::new(),
@@ -72,14 +74,14 @@ impl Pool {
             })
     }
 
-    /// Starts `repo`'s thread with `warden`, stopped by `stop`.
+    /// Puts `repo` on the schedule with `warden`, due now, until `stop`.
     pub fn launch(
         &mut self,
         repo: WatchedRepository,
         warden: Warden,
         stop: Arc<Stop>,
         operator: Option<Operator>,
-    ) -> JoinHandle<()> {
+    ) {
         let fingerprint = fingerprint(&repo);
         self.running.insert(
             repo.name.clone(),
@@ -89,8 +91,8 @@ impl Pool {
                 operator,
             },
         );
-        let shared = self.shared.clone();
-        std::thread::spawn(move || watch_one(repo, &warden, &shared, &stop))
+        let watched = Watched::new(repo, warden, &self.shared, stop);
+        self.schedule.add(watched);
     }
 
     /// Runs discovery until the process stops: a round at once, then one
@@ -194,8 +196,8 @@ impl Pool {
                 self.refused.remove(&name);
                 tracing::info!(repository = %escape(&name), "discovered; watching it");
                 let stop = Arc::new(Stop::default());
-                // The thread ends by itself when stopped; it is never joined.
-                drop(self.launch(repo, warden, stop, Some(operator)));
+                // Dropped from the schedule when next due after it is stopped.
+                self.launch(repo, warden, stop, Some(operator));
             }
             Err(e) => self.refuse(&name, operator, e.to_string()),
         }
