@@ -1,15 +1,18 @@
 //! `watch` under stress: a repository stuck in a password command, a
-//! configuration it must refuse at start, and a metrics client that never
-//! reads. Item 10 of the trust fixes.
+//! configuration it must refuse at start, a metrics client that never
+//! reads (item 10 of the trust fixes), and more repositories than its
+//! workers and its soft open-files limit.
 
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::path::PathBuf;
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lockwarden_tests::guard::{Guarded, KillOnDrop, processes_with, unique_sleep, wait_until};
+use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::lockwarden;
 use lockwarden_tests::restic::{TestRepo, free_port};
 
@@ -183,4 +186,59 @@ fn metrics_answer_other_clients_while_one_client_never_reads() {
     );
     let out = out.unwrap_or_else(|out| panic!("watch did not stop on SIGTERM: {out:?}"));
     assert_eq!(out.code, 0, "{out:?}");
+}
+
+/// Repositories in one `watch`: more than its workers, and, at two
+/// descriptors each, more than a soft open-files limit of 64 allows.
+const MANY: usize = 100;
+
+/// `watch` over more repositories than it has workers, started with a soft
+/// limit of 64 open files (containers often start with 1,024): each
+/// repository's stale lock is removed and no check fails, because `watch`
+/// raises the soft limit to the hard one at start, as Go programs do.
+#[test]
+fn watch_serves_more_repositories_than_workers_and_its_soft_open_files_limit() {
+    let repos: Vec<TestRepo> = (0..MANY).map(|_| TestRepo::init_local()).collect();
+    let mut toml = format!(
+        "state_dir = \"{}\"\n",
+        repos[0].dir.path().join("state").display()
+    );
+    for (i, repo) in repos.iter().enumerate() {
+        LockWriter::new(repo).write(LockSpec {
+            time: time_from_now(-40 * 60),
+            ..LockSpec::default()
+        });
+        toml += &format!(
+            "\n[[repository]]\nname = \"r{i}\"\nrepository = \"{}\"\n{}\ninterval = \"1h\"\n",
+            repo.location,
+            repo.password_file_setting()
+        );
+    }
+    let path = repos[0].dir.path().join("many.toml");
+    std::fs::write(&path, toml).expect("write config");
+    let mut command = Command::new("prlimit");
+    command
+        .arg("--nofile=64:")
+        .arg(lockwarden_tests::lockwarden_bin())
+        .args(["watch", "--config"])
+        .arg(&path)
+        .env("LOCKWARDEN_CACHE_DIR", repos[0].dir.path().join("cache"));
+    let watch = Guarded::spawn(&mut command);
+    let locks_left = || {
+        repos
+            .iter()
+            .filter(|r| {
+                std::fs::read_dir(r.path.join("locks")).is_ok_and(|mut d| d.next().is_some())
+            })
+            .count()
+    };
+    wait_until("every repository's stale lock is removed", || {
+        locks_left() == 0
+    });
+    watch.signal("TERM");
+    let out = watch
+        .wait_within(STOP_GUARD)
+        .unwrap_or_else(|out| panic!("watch did not stop on SIGTERM: {out:?}"));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stderr.contains("check failed"), "{}", out.stderr);
 }

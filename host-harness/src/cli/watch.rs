@@ -51,6 +51,7 @@ pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
         shadow_policy: args.shadow_policy.clone(),
     };
     let config = WatchConfig::load(&args.config, &defaults)?;
+    raise_open_files_limit();
     let state_dir = args
         .evidence
         .state_dir
@@ -107,4 +108,25 @@ pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
         tracing::warn!("a repository check is still running; stopping without waiting for it");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Raises the soft limit on open files to the hard one, as every Go program
+/// (restic among them) does at start: `watch` keeps a local repository's
+/// directories open between checks (two descriptors each), and containers
+/// often start with a soft limit of 1,024.
+fn raise_open_files_limit() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let (Some(soft), Some(hard)) = (limit.current, limit.maximum) else {
+        return;
+    };
+    if soft < hard {
+        let raised = Rlimit {
+            current: Some(hard),
+            maximum: Some(hard),
+        };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            tracing::warn!("cannot raise the open files limit from {soft} to {hard}: {e}");
+        }
+    }
 }
