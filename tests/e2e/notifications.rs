@@ -64,7 +64,7 @@ fn watch_many(
         format!(
             "state_dir = \"{state}\"\nmetrics_addr = \"{metrics}\"\n\n[notify]\n\
              webhook = \"{url}\"\nwebhook_token_file = \"{token}\"\n\
-             command = \"cat >> '{hook}' && echo >> '{hook}'\"\n{notify}\n\n{repositories}",
+             command = \"printf '%s\\\\n' \\\"$(cat)\\\" >> '{hook}'\"\n{notify}\n\n{repositories}",
             state = dir.join("state").display(),
             token = token.display(),
             hook = hook_file.display(),
@@ -116,10 +116,12 @@ impl Watch {
         });
     }
 
-    /// The events the hook command received so far.
+    /// The events the hook command received so far: its complete lines (a
+    /// hook may be appending one while the test reads).
     fn hook_events(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.hook_file)
-            .unwrap_or_default()
+        let text = std::fs::read_to_string(&self.hook_file).unwrap_or_default();
+        let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+        complete
             .lines()
             .filter(|l| !l.trim().is_empty())
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("hook got {l:?}: {e}")))
