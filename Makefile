@@ -187,10 +187,10 @@ lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-w
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy $(COMPONENTS) --target wasm32-wasip2 -- -D warnings
 
-bench: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(POLYGLOT) ## Measure against restic and native code; writes BENCHMARKS.md (not part of test)
+bench: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(POLYGLOT) $(RESTIC_018) ## Measure against restic 0.18 (0.14 beside it) and native code; writes BENCHMARKS.md (not part of test)
 	@./scripts/need.sh /usr/bin/time:time
 	$(CARGO) build --release -p lockwarden -p lockwarden-bench
-	./target/release/lockwarden-bench
+	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) ./target/release/lockwarden-bench
 
 # The property tests of every decoder of outside input, with a large budget
 # (make test runs them with proptest's default of 256 cases each).

@@ -1,5 +1,6 @@
 //! `make bench`: lockwarden measured the way its users would compare it, in
-//! one run, as ratios: against restic (the Debian binary) and against the
+//! one run, as ratios: against restic (`LOCKWARDEN_TEST_RESTIC`, which
+//! `make bench` sets to restic 0.18; Debian 12's 0.14 beside it) and against the
 //! policy's rules compiled natively, and the component in a second host
 //! (Node.js), and requests per check on object storage. Writes BENCHMARKS.md and
 //! target/bench/results.json. Never part of `make test`.
@@ -16,6 +17,15 @@ fn main() {
     let started = Instant::now();
     let step = |name: &str| eprintln!("[{:>5.0}s] {name}", started.elapsed().as_secs_f64());
 
+    // `lockwarden-bench scale N...`: only `watch` over N repositories, each.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("scale") {
+        for n in &args[2..] {
+            let n = n.parse().expect("a number of repositories");
+            eprintln!("{:?}", tools::watch_at_scale(n));
+        }
+        return;
+    }
     step("policy evaluation: component vs native");
     let evaluation = policy::evaluation();
     step("plugin start");
@@ -48,6 +58,13 @@ fn main() {
     let unlock_10k = tools::one_shot_unlock(10_000, 3);
     step("periodic round over 100 repositories");
     let round = tools::periodic_round(100);
+    let scale = [100, 1_000, 5_000]
+        .into_iter()
+        .map(|n| {
+            step(&format!("watch over {n} repositories"));
+            tools::watch_at_scale(n)
+        })
+        .collect();
     step("check over REST, 1,000 locks");
     let rest = tools::over_rest(1_000, 5);
     step("requests per check on S3, Azure and GCS");
@@ -62,6 +79,7 @@ fn main() {
         languages,
         unlock: vec![unlock_1k, unlock_10k],
         round,
+        scale,
         rest,
         requests,
         hosts,

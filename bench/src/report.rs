@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 use crate::hosts::HostPair;
 use crate::policy::{Evaluation, Language, Start};
 use crate::requests::{LOCKS, StoreCost};
-use crate::tools::{Pairs, Round, Run};
+use crate::tools::{Pairs, Round, Run, SECOND_RESTIC, WatchRun};
 use lockwarden::stats::short;
+use lockwarden_tests::restic_version::restic_program;
 
 /// Everything one `make bench` measured.
 pub struct Results {
@@ -18,6 +19,7 @@ pub struct Results {
     pub languages: Vec<Language>,
     pub unlock: Vec<Pairs>,
     pub round: Round,
+    pub scale: Vec<WatchRun>,
     pub rest: Pairs,
     pub requests: Vec<StoreCost>,
     pub hosts: Vec<HostPair>,
@@ -27,7 +29,7 @@ pub struct Results {
 /// What dominates the remaining costs, from profiling (see BENCHMARKS.md).
 const ANALYSIS: &str = include_str!("analysis.md");
 
-fn command_line(program: &str, args: &[&str]) -> String {
+fn command_line(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> String {
     Command::new(program)
         .args(args)
         .output()
@@ -77,7 +79,14 @@ fn machine() -> Vec<(String, String)> {
         ("CPU".into(), format!("{cpu}, {cores} cores")),
         ("memory".into(), format!("{mem_gib:.0} GiB")),
         ("rustc".into(), command_line("rustc", &["--version"])),
-        ("restic".into(), command_line("restic", &["version"])),
+        (
+            "restic".into(),
+            command_line(restic_program(), &["version"]),
+        ),
+        (
+            "restic, second column".into(),
+            command_line(SECOND_RESTIC, &["version"]),
+        ),
         ("rclone".into(), command_line("rclone", &["version"])),
         ("wasmtime".into(), wasmtime),
         ("lockwarden".into(), env!("CARGO_PKG_VERSION").into()),
@@ -100,6 +109,7 @@ fn pairs_json(p: &Pairs) -> Value {
         "key": p.key,
         "lockwarden": run_json(&p.lockwarden),
         "restic": run_json(&p.restic),
+        "second_restic": run_json(&p.second),
         "wall_ratio": p.ratio(|r| r.wall).json(),
         "rss_ratio": p.ratio(|r| r.rss_kib).json(),
         "cpu_ratio": p.ratio(|r| r.cpu).json(),
@@ -137,6 +147,7 @@ fn render(r: &Results, machine: &[(String, String)]) -> (String, Value) {
     languages(&mut md, &r.languages);
     one_shot_unlock(&mut md, &r.unlock, &mut targets);
     periodic_round(&mut md, &r.round, &mut targets);
+    watch_at_scale(&mut md, &r.scale, &mut targets);
     over_rest(&mut md, &r.rest);
     requests_per_check(&mut md, &r.requests);
     second_host(&mut md, &r.hosts);
@@ -219,9 +230,9 @@ fn plugin_start(w: &mut String, s: &Start, targets: &mut Vec<Target>) {
         met: s.cached_load.median <= 1e-3,
     });
     targets.push(Target {
-        name: "plugin start: instantiate + evaluate one lock ≤ 30 µs".into(),
+        name: "plugin start: instantiate + evaluate one lock ≤ 20 µs".into(),
         measured: format!("{} µs", short(s.instantiate_evaluate_one.median * 1e6)),
-        met: s.instantiate_evaluate_one.median <= 30e-6,
+        met: s.instantiate_evaluate_one.median <= 20e-6,
     });
 }
 
@@ -271,24 +282,27 @@ fn one_shot_unlock(w: &mut String, unlock: &[Pairs], targets: &mut Vec<Target>) 
         w,
         "\n## One-shot unlock: `lockwarden unlock` versus `restic unlock`\n\nIdentical copies of \
          a local repository (locks from other hosts, zstd, half of them 40 minutes old), one \
-         copy per run, the two tools alternating which goes first. Both leave exactly the \
+         copy per run, the tools rotating which goes first. The ratios are against restic \
+         (the Environment's); the second restic's wall time and RSS are beside them. All leave exactly the \
          fresh half (checked). lockwarden's artifact cache is warm, as on every run after the \
          first. Wall time and peak RSS from GNU time. Most of a run is deriving the key: the \
          repository's scrypt parameters, which restic calibrates on this machine at `init`, \
          are in the key column; lockwarden runs scrypt's p lanes on all cores (within 64 MiB \
          of tables), restic one after another. `watch` derives each key once and keeps it, so \
          this does not change its checks.\n\n| locks | key (scrypt) | lockwarden wall | restic wall \
-         | wall ratio | lockwarden RSS | restic RSS | RSS ratio | pairs |\n|---|---|---|---|---|---|---|---|---|"
+         | wall ratio | lockwarden RSS | restic RSS | RSS ratio | second restic: wall, RSS | pairs |\n\
+         |---|---|---|---|---|---|---|---|---|---|"
     );
     for p in unlock {
         let wall = p.ratio(|x| x.wall);
         let rss = p.ratio(|x| x.rss_kib);
         let (lockwarden_wall, lockwarden_rss) = wall_and_rss(&p.lockwarden);
         let (restic_wall, restic_rss) = wall_and_rss(&p.restic);
+        let (second_wall, second_rss) = wall_and_rss(&p.second);
         let _ = writeln!(
             w,
             "| {} | {} | {lockwarden_wall} | {restic_wall} | {}x ({}..{}) \
-             | {lockwarden_rss} | {restic_rss} | {}x ({}..{}) | {} |",
+             | {lockwarden_rss} | {restic_rss} | {}x ({}..{}) | {second_wall}, {second_rss} | {} |",
             p.locks,
             p.key,
             short(wall.median),
@@ -299,7 +313,7 @@ fn one_shot_unlock(w: &mut String, unlock: &[Pairs], targets: &mut Vec<Target>) 
             short(rss.p90),
             p.lockwarden.len()
         );
-        let limit = if p.locks >= 10_000 { 0.4 } else { 0.5 };
+        let limit = if p.locks >= 10_000 { 0.5 } else { 0.35 };
         targets.push(Target {
             name: format!("one-shot unlock, {} locks: wall ≤ {limit}x restic", p.locks),
             measured: format!("{}x", short(wall.median)),
@@ -345,6 +359,54 @@ fn periodic_round(w: &mut String, round: &Round, targets: &mut Vec<Target>) {
     });
 }
 
+/// CPU seconds per repository per round.
+fn per_repository(run: &WatchRun) -> f64 {
+    run.round_cpu / run.repositories.max(1) as f64
+}
+
+fn watch_at_scale(w: &mut String, runs: &[WatchRun], targets: &mut Vec<Target>) {
+    let _ = writeln!(
+        w,
+        "\n## watch at scale\n\nOne `lockwarden watch` process over more and more local \
+         repositories (each one fresh lock, checked every 40 s), observed through its first two \
+         rounds. The copies share the template's cheap key, because a key is derived once, in \
+         round one, and what grows with the count is every round after it. CPU is the \
+         process's, from /proc, between the end of round one and the end of round two; RSS is \
+         its peak (VmHWM); descriptors and threads are counted after round two. \"Repositories \
+         per core\" is how many one core checks every 5 minutes at that round's CPU per \
+         repository.\n\n| repositories | first round (wall) | CPU per round | per repository \
+         | peak RSS | per repository | open descriptors | threads | repositories per core at 5 min |\n\
+         |---|---|---|---|---|---|---|---|---|"
+    );
+    for run in runs {
+        let n = run.repositories.max(1) as f64;
+        let _ = writeln!(
+            w,
+            "| {} | {} s | {} s | {} ms | {} MiB | {} KiB | {} | {} | {:.0} |",
+            run.repositories,
+            short(run.first_round),
+            short(run.round_cpu),
+            short(per_repository(run) * 1e3),
+            short(run.peak_rss_kib / 1024.0),
+            short(run.peak_rss_kib / n),
+            run.fds,
+            run.threads,
+            300.0 / per_repository(run).max(1e-9),
+        );
+    }
+    if let (Some(small), Some(large)) = (runs.first(), runs.last()) {
+        let growth = per_repository(large) / per_repository(small).max(1e-9);
+        targets.push(Target {
+            name: format!(
+                "watch: CPU per repository per round at {} ≤ 1.5x at {} (linear growth)",
+                large.repositories, small.repositories
+            ),
+            measured: format!("{}x", short(growth)),
+            met: growth <= 1.5,
+        });
+    }
+}
+
 fn over_rest(w: &mut String, p: &Pairs) {
     let wall = p.ratio(|x| x.wall);
     let (lockwarden_wall, lockwarden_rss) = wall_and_rss(&p.lockwarden);
@@ -370,8 +432,8 @@ fn requests_per_check(w: &mut String, stores: &[StoreCost]) {
         w,
         "\n## Requests to object storage, per repository\n\nCounted by the servers on 127.0.0.1 \
          (moto, Azurite, fake-gcs-server) for one repository holding {LOCKS} live locks that \
-         nobody removes. restic reaches Azure and GCS through `rclone:` (restic 0.14 cannot be \
-         pointed at their emulators). Velero ran `restic unlock` every 5 minutes per \
+         nobody removes. restic reaches Azure and GCS through `rclone:`, as in the tests (restic \
+         0.14 cannot be pointed at their emulators). Velero ran `restic unlock` every 5 minutes per \
          repository; `watch` at the same interval lists `locks/` once per check and reads only \
          locks it has not read (a lock's name is the hash of its contents).\n\n\
          | store | restic unlock | lockwarden unlock | watch, first check | watch, each later check | per hour at 5 min: restic unlock / watch |\n\
@@ -454,6 +516,11 @@ fn results_json(r: &Results, machine: &[(String, String)], targets: &[Target]) -
             "restic_wall_s": round.restic_wall, "watch_cpu_s": round.watch_cpu,
             "watch_busy_s": round.watch_busy, "cpu_ratio": cpu_ratio(round),
         },
+        "watch_at_scale": r.scale.iter().map(|w| json!({
+            "repositories": w.repositories, "first_round_s": w.first_round,
+            "round_cpu_s": w.round_cpu, "round_busy_s": w.round_busy,
+            "peak_rss_kib": w.peak_rss_kib, "fds": w.fds, "threads": w.threads,
+        })).collect::<Vec<_>>(),
         "rest": pairs_json(&r.rest),
         "requests": r.requests.iter().map(|s| json!({
             "store": s.store.to_string(), "locks": LOCKS,
@@ -529,12 +596,14 @@ mod tests {
                     key: "N=32768, r=8, p=6".into(),
                     lockwarden: runs(0.12, 21_000.0, 0.09),
                     restic: runs(0.31, 45_000.0, 0.4),
+                    second: runs(0.33, 40_000.0, 0.42),
                 },
                 Pairs {
                     locks: 10_000,
                     key: "N=32768, r=8, p=6".into(),
                     lockwarden: runs(0.9, 60_000.0, 0.8),
                     restic: runs(1.4, 58_000.0, 2.1),
+                    second: runs(1.5, 55_000.0, 2.2),
                 },
             ],
             round: Round {
@@ -544,11 +613,32 @@ mod tests {
                 watch_cpu: 0.11,
                 watch_busy: 0.42,
             },
+            scale: vec![
+                WatchRun {
+                    repositories: 100,
+                    first_round: 1.5,
+                    round_cpu: 0.3,
+                    round_busy: 0.4,
+                    peak_rss_kib: 40_000.0,
+                    fds: 209,
+                    threads: 37,
+                },
+                WatchRun {
+                    repositories: 5_000,
+                    first_round: 30.0,
+                    round_cpu: 20.0,
+                    round_busy: 30.0,
+                    peak_rss_kib: 400_000.0,
+                    fds: 10_009,
+                    threads: 37,
+                },
+            ],
             rest: Pairs {
                 locks: 1_000,
                 key: "N=16384, r=8, p=1".into(),
                 lockwarden: runs(0.5, 30_000.0, 0.2),
                 restic: runs(0.8, 50_000.0, 0.6),
+                second: vec![],
             },
             requests: vec![StoreCost {
                 store: lockwarden_tests::cloud::Store::S3,

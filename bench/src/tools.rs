@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::lockwarden_bin;
 use lockwarden_tests::restic::{RestServer, TestRepo, free_port};
+use lockwarden_tests::restic_version::restic_program;
 
 use lockwarden::stats::Summary;
 
@@ -78,8 +79,17 @@ fn lock_count(repo: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// The restic every ratio is against: the tests' ([`restic_program`]),
+/// which `make bench` sets to restic 0.18.
 fn restic(repo: &str, password: &Path, cache: &Path) -> Command {
-    let mut c = Command::new("restic");
+    restic_at(restic_program(), repo, password, cache)
+}
+
+/// The restic of the second column: `restic` from `PATH` (Debian 12's 0.14).
+pub const SECOND_RESTIC: &str = "restic";
+
+fn restic_at(program: &Path, repo: &str, password: &Path, cache: &Path) -> Command {
+    let mut c = Command::new(program);
     c.env("RESTIC_REPOSITORY", repo)
         .env("RESTIC_PASSWORD_FILE", password)
         .env("RESTIC_CACHE_DIR", cache)
@@ -138,7 +148,8 @@ fn key_params(repo: &Path) -> String {
     format!("N={}, r={}, p={}", key["N"], key["r"], key["p"])
 }
 
-/// Paired runs of the two tools.
+/// Paired runs of lockwarden and restic, and of a second restic where one
+/// was measured.
 pub struct Pairs {
     /// Locks in the repository.
     pub locks: usize,
@@ -146,8 +157,18 @@ pub struct Pairs {
     pub key: String,
     /// lockwarden's runs.
     pub lockwarden: Vec<Run>,
-    /// restic's runs.
+    /// restic's runs ([`restic_program`]).
     pub restic: Vec<Run>,
+    /// The second restic's runs ([`SECOND_RESTIC`]), or none.
+    pub second: Vec<Run>,
+}
+
+/// Which tool a measured run is of.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    Lockwarden,
+    Restic,
+    Second,
 }
 
 impl Pairs {
@@ -168,11 +189,11 @@ impl Pairs {
     }
 }
 
-/// `lockwarden unlock` and `restic unlock` on identical copies of a local
-/// repository holding `n` locks, half of them stale, alternating which runs
-/// first.
+/// `lockwarden unlock`, `restic unlock` and the second restic's on identical
+/// copies of a local repository holding `n` locks, half of them stale,
+/// rotating which runs first.
 pub fn one_shot_unlock(n: usize, reps: usize) -> Pairs {
-    let base = TestRepo::init_local();
+    let base = TestRepo::init_local_calibrated();
     fill(&base, n, Ages::HalfStale);
     let work = base.dir.path();
     let (pw, cache, lw_cache) = (
@@ -189,23 +210,24 @@ pub fn one_shot_unlock(n: usize, reps: usize) -> Pairs {
             .arg(&pw),
         &[3],
     );
-    let unlock_copy = |ours: bool| {
+    let unlock_copy = |tool: Tool| {
         let copy = work.join("copy");
         copy_dir(&base.path, &copy);
-        let run = if ours {
-            measure(
+        let location = copy.display().to_string();
+        let run = match tool {
+            Tool::Lockwarden => measure(
                 lockwarden(&lw_cache)
                     .args(["unlock", "-r"])
                     .arg(&copy)
                     .arg("-p")
                     .arg(&pw),
                 &[0],
-            )
-        } else {
-            measure(
-                restic(&copy.display().to_string(), &pw, &cache).arg("unlock"),
+            ),
+            Tool::Restic => measure(restic(&location, &pw, &cache).arg("unlock"), &[0]),
+            Tool::Second => measure(
+                restic_at(Path::new(SECOND_RESTIC), &location, &pw, &cache).arg("unlock"),
                 &[0],
-            )
+            ),
         };
         assert_eq!(
             lock_count(&copy),
@@ -214,7 +236,8 @@ pub fn one_shot_unlock(n: usize, reps: usize) -> Pairs {
         );
         run
     };
-    alternate(n, key_params(&base.path), reps, unlock_copy)
+    let tools = [Tool::Lockwarden, Tool::Restic, Tool::Second];
+    rotate(n, key_params(&base.path), reps, &tools, unlock_copy)
 }
 
 /// A periodic round over many repositories.
@@ -270,10 +293,11 @@ fn cpu_seconds(pid: u32) -> f64 {
 }
 
 /// One round over `n` repositories (each holding one fresh lock, so nothing
-/// is removed): `n` runs of `restic unlock` versus one `lockwarden watch`
-/// process whose keys are already in memory (its second round).
+/// is removed, and restic's calibrated key): `n` runs of `restic unlock`
+/// versus one `lockwarden watch` process whose keys are already in memory
+/// (its second round).
 pub fn periodic_round(n: usize) -> Round {
-    let base = TestRepo::init_local();
+    let base = TestRepo::init_local_calibrated();
     fill(&base, 1, Ages::AllFresh);
     let work = base.dir.path();
     let (pw, cache) = (base.password_file(), work.join("restic-cache"));
@@ -294,24 +318,74 @@ pub fn periodic_round(n: usize) -> Round {
         restic_cpu += run.cpu;
         restic_wall += run.wall;
     }
-    let (watch_cpu, watch_busy) = watch_second_round(&base, &repos);
+    let watch = watch_two_rounds(&base, &repos);
     Round {
         repositories: n,
         restic_cpu,
         restic_wall,
-        watch_cpu,
-        watch_busy,
+        watch_cpu: watch.round_cpu,
+        watch_busy: watch.round_busy,
     }
 }
 
+/// One `lockwarden watch` process over many repositories, observed over
+/// its first two rounds.
+#[derive(Debug)]
+pub struct WatchRun {
+    /// Repositories.
+    pub repositories: usize,
+    /// Wall seconds from its start until each repository was checked once
+    /// (keys derived, policy loaded).
+    pub first_round: f64,
+    /// CPU seconds between the end of round one and the end of round two.
+    pub round_cpu: f64,
+    /// The sum of round two's check durations.
+    pub round_busy: f64,
+    /// Peak resident set after round two, KiB.
+    pub peak_rss_kib: f64,
+    /// Open file descriptors after round two.
+    pub fds: usize,
+    /// Threads after round two.
+    pub threads: usize,
+}
+
+/// `watch` over `n` local repositories, each one fresh lock and a cheap key
+/// (the template's: keys are derived once, in round one, and the rounds
+/// after are what grows with `n`). Each copy holds what a check reads
+/// (`config`, `keys/`, `locks/`), not restic's 256 empty `data/`
+/// directories.
+pub fn watch_at_scale(n: usize) -> WatchRun {
+    let base = TestRepo::init_local();
+    fill(&base, 1, Ages::AllFresh);
+    let repos: Vec<PathBuf> = (0..n)
+        .map(|i| {
+            let to = base.dir.path().join(format!("repo-{i}"));
+            copy_what_a_check_reads(&base.path, &to);
+            to
+        })
+        .collect();
+    watch_two_rounds(&base, &repos)
+}
+
+fn copy_what_a_check_reads(from: &Path, to: &Path) {
+    for dir in ["keys", "locks"] {
+        std::fs::create_dir_all(to.join(dir)).expect("mkdir");
+        for entry in std::fs::read_dir(from.join(dir)).expect("read_dir") {
+            let entry = entry.expect("entry");
+            std::fs::copy(entry.path(), to.join(dir).join(entry.file_name())).expect("copy");
+        }
+    }
+    std::fs::copy(from.join("config"), to.join("config")).expect("copy config");
+}
+
 /// Runs `lockwarden watch` over `repos`, copies of `base` (its password,
-/// its files beside it), and measures its second round: (CPU seconds, sum
-/// of check durations).
-fn watch_second_round(base: &TestRepo, repos: &[PathBuf]) -> (f64, f64) {
+/// its files beside it), through its first two rounds.
+fn watch_two_rounds(base: &TestRepo, repos: &[PathBuf]) -> WatchRun {
     let work = base.dir.path();
     let addr = format!("127.0.0.1:{}", free_port());
     let config_file = work.join("watch.toml");
     std::fs::write(&config_file, watch_config(&addr, base, repos)).expect("config");
+    let started = Instant::now();
     let mut child = lockwarden(&work.join("lw-cache"))
         .args(["watch", "--config"])
         .arg(&config_file)
@@ -320,12 +394,35 @@ fn watch_second_round(base: &TestRepo, repos: &[PathBuf]) -> (f64, f64) {
         .spawn()
         .expect("watch");
     let busy1 = wait_for_round(&addr, repos, 1);
+    let first_round = started.elapsed().as_secs_f64();
     let cpu1 = cpu_seconds(child.id());
     let busy2 = wait_for_round(&addr, repos, 2);
     let cpu2 = cpu_seconds(child.id());
+    let status = |key: &str| status_field(child.id(), key);
+    let run = WatchRun {
+        repositories: repos.len(),
+        first_round,
+        round_cpu: cpu2 - cpu1,
+        round_busy: busy2 - busy1,
+        peak_rss_kib: status("VmHWM:"),
+        fds: std::fs::read_dir(format!("/proc/{}/fd", child.id()))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        threads: status("Threads:") as usize,
+    };
     let _ = child.kill();
     let _ = child.wait();
-    (cpu2 - cpu1, busy2 - busy1)
+    run
+}
+
+/// A number field of `/proc/<pid>/status` (`VmHWM:` in KiB, `Threads:`).
+fn status_field(pid: u32, key: &str) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("status")
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("the field")
 }
 
 /// A watch configuration serving metrics on `addr`, with its state beside
@@ -350,7 +447,7 @@ fn watch_config(addr: &str, base: &TestRepo, repos: &[PathBuf]) -> String {
 /// `repos` at least `round` times; returns the sum of its check durations
 /// then.
 fn wait_for_round(addr: &str, repos: &[PathBuf], round: u64) -> f64 {
-    let deadline = Instant::now() + Duration::from_secs(300);
+    let deadline = Instant::now() + Duration::from_secs(300 + repos.len() as u64 / 10);
     loop {
         let text = metrics(addr);
         let (c, busy) = counts(&text);
@@ -370,7 +467,8 @@ fn wait_for_round(addr: &str, repos: &[PathBuf], round: u64) -> f64 {
 pub fn over_rest(n: usize, reps: usize) -> Pairs {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = RestServer::start(&dir.path().join("served"));
-    let repo = server.init_repo("repo");
+    let repo = server.repo("repo");
+    repo.init();
     fill(&repo, n, Ages::AllFresh);
     let work = repo.dir.path();
     let (pw, cache, lw_cache) = (
@@ -384,8 +482,9 @@ pub fn over_rest(n: usize, reps: usize) -> Pairs {
             .arg(&pw),
         &[0],
     );
-    let pairs = alternate(n, key_params(&repo.path), reps, |ours| {
-        if ours {
+    let tools = [Tool::Lockwarden, Tool::Restic];
+    let pairs = rotate(n, key_params(&repo.path), reps, &tools, |tool| {
+        if tool == Tool::Lockwarden {
             measure(
                 lockwarden(&lw_cache)
                     .args(["check", "-r", &repo.location, "-p"])
@@ -404,23 +503,29 @@ pub fn over_rest(n: usize, reps: usize) -> Pairs {
     pairs
 }
 
-/// Runs `run(true)` (lockwarden) and `run(false)` (restic) `reps` times each,
-/// alternating which goes first.
-fn alternate(locks: usize, key: String, reps: usize, mut run: impl FnMut(bool) -> Run) -> Pairs {
+/// Runs each of `tools` `reps` times, rotating which goes first.
+fn rotate(
+    locks: usize,
+    key: String,
+    reps: usize,
+    tools: &[Tool],
+    mut run: impl FnMut(Tool) -> Run,
+) -> Pairs {
     let mut pairs = Pairs {
         locks,
         key,
         lockwarden: vec![],
         restic: vec![],
+        second: vec![],
     };
     for rep in 0..reps {
-        for turn in 0..2 {
-            let ours = (rep + turn) % 2 == 0;
-            let result = run(ours);
-            if ours {
-                pairs.lockwarden.push(result)
-            } else {
-                pairs.restic.push(result)
+        for turn in 0..tools.len() {
+            let tool = tools[(rep + turn) % tools.len()];
+            let result = run(tool);
+            match tool {
+                Tool::Lockwarden => pairs.lockwarden.push(result),
+                Tool::Restic => pairs.restic.push(result),
+                Tool::Second => pairs.second.push(result),
             }
         }
     }

@@ -54,6 +54,18 @@ impl TestRepo {
         repo
     }
 
+    /// A new repository in a fresh temporary directory, made by `restic
+    /// init` itself ([`TestRepo::init`]) with the key it calibrates on this
+    /// machine: for `make bench`, where deriving that key is part of what
+    /// one run of either tool costs.
+    pub fn init_local_calibrated() -> TestRepo {
+        let mut repo = TestRepo::at(String::new(), PathBuf::new());
+        repo.path = repo.dir.path().join("repo");
+        repo.location = repo.path.display().to_string();
+        repo.init();
+        repo
+    }
+
     /// A new repository in a fresh directory ([`TestRepo::create`]),
     /// reached as `rclone::local:<dir>`.
     pub fn init_over_rclone() -> TestRepo {
@@ -421,9 +433,14 @@ impl RestServer {
     /// A new repository `name` on this server ([`TestRepo::create`], in
     /// the directory it serves).
     pub fn init_repo(&self, name: &str) -> TestRepo {
-        let repo = TestRepo::at(format!("rest:{}/{name}", self.base), self.root.join(name));
+        let repo = self.repo(name);
         repo.create();
         repo
+    }
+
+    /// Repository `name` on this server, not yet initialised.
+    pub fn repo(&self, name: &str) -> TestRepo {
+        TestRepo::at(format!("rest:{}/{name}", self.base), self.root.join(name))
     }
 }
 
