@@ -32,11 +32,13 @@ pub fn serve(listener: TcpListener, metrics: Arc<Metrics>, stop: Arc<Stop>) -> J
         while !stop.is_stopped() {
             let stream = match listener.accept() {
                 Ok((stream, _)) => stream,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                // Nobody waiting, or an error that may persist (out of
+                // descriptors: EMFILE comes back at once, nobody waiting
+                // or not): wait a poll either way, never spin.
+                Err(_) => {
                     stop.sleep(POLL);
                     continue;
                 }
-                Err(_) => continue,
             };
             if clients.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
                 clients.fetch_sub(1, Ordering::SeqCst);
