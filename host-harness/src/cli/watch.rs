@@ -51,7 +51,7 @@ pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
         shadow_policy: args.shadow_policy.clone(),
     };
     let config = WatchConfig::load(&args.config, &defaults)?;
-    raise_open_files_limit();
+    raise_open_files_limit(config.repositories.len());
     let state_dir = args
         .evidence
         .state_dir
@@ -113,13 +113,22 @@ pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
 /// Raises the soft limit on open files to the hard one, as every Go program
 /// (restic among them) does at start: `watch` keeps a local repository's
 /// directories open between checks (two descriptors each), and containers
-/// often start with a soft limit of 1,024.
-fn raise_open_files_limit() {
+/// often start with a soft limit of 1,024. Warns when even the hard limit
+/// is short of that for `repositories`.
+fn raise_open_files_limit(repositories: usize) {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let limit = getrlimit(Resource::Nofile);
     let (Some(soft), Some(hard)) = (limit.current, limit.maximum) else {
         return;
     };
+    let wanted = 2 * repositories as u64 + 256;
+    if hard < wanted {
+        tracing::warn!(
+            "{repositories} repositories may need {wanted} open files and the limit is {hard}: \
+             local repositories beyond it fail with \"no file descriptors available\"; \
+             raise the limit (ulimit -n) or split the repositories between processes"
+        );
+    }
     if soft < hard {
         let raised = Rlimit {
             current: Some(hard),
