@@ -51,7 +51,12 @@ pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
         shadow_policy: args.shadow_policy.clone(),
     };
     let config = WatchConfig::load(&args.config, &defaults)?;
-    raise_open_files_limit(config.repositories.len());
+    let most_repositories = config.repositories.len()
+        + config
+            .discover
+            .as_ref()
+            .map_or(0, |_| lockwarden::limits::DISCOVERED_REPOSITORIES);
+    raise_open_files_limit(most_repositories);
     let state_dir = args
         .evidence
         .state_dir

@@ -203,19 +203,20 @@ impl Watched {
         }
     }
 
-    /// The repository's name.
-    pub fn name(&self) -> &str {
-        &self.config.name
+    /// Whether this repository was stopped (by itself or with the process).
+    fn is_stopped(&self) -> bool {
+        self.stop.is_stopped()
     }
 
-    /// Its interval.
-    pub fn interval(&self) -> Duration {
-        self.config.interval
-    }
-
-    /// Closes the open repository: the next check opens it again.
-    pub fn forget_repository(&mut self) {
+    /// After a check panicked (a bug): logs it, forgets the open
+    /// repository (its state is in doubt) and waits an interval.
+    fn after_panic(&mut self) -> Duration {
+        tracing::error!(
+            repository = %escape(&self.config.name),
+            "a check panicked (a bug: please report it); the repository is opened again at the next check"
+        );
         self.repo = None;
+        self.config.interval
     }
 
     /// Checks the repository once (a standby replica does not); how long
@@ -223,7 +224,7 @@ impl Watched {
     pub fn check(&mut self, shared: &Shared) -> Option<Duration> {
         let config = &self.config;
         let _span = tracing::info_span!("watch", repository = %escape(&config.name)).entered();
-        if self.stop.is_stopped() || shared.stop.is_stopped() {
+        if self.is_stopped() || shared.stop.is_stopped() {
             tracing::info!("stopped");
             return None;
         }

@@ -236,6 +236,7 @@ impl Pool {
         if let Some(running) = self.running.remove(name) {
             tracing::info!(repository = %escape(name), "no longer watched: {why}");
             running.stop.stop();
+            self.schedule.drop_stopped();
         }
     }
 }

@@ -14,7 +14,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::{Shared, Watched};
-use crate::text::escape;
 
 /// How often an idle worker looks at the process's stop signal.
 const POLL: Duration = Duration::from_millis(200);
@@ -91,6 +90,23 @@ impl Schedule {
         self.wake.notify_one();
     }
 
+    /// Drops every queued repository that was stopped (retired by
+    /// discovery), with its open repository and its notifications, instead
+    /// of when it would next be due.
+    pub fn drop_stopped(&self) {
+        let stopped: Vec<Due<Box<Watched>>> = {
+            let mut queue = self.lock();
+            let (stopped, kept) = std::mem::take(&mut queue.due)
+                .into_vec()
+                .into_iter()
+                .partition(|d| d.watched.is_stopped());
+            queue.due = BinaryHeap::from(kept);
+            stopped
+        };
+        // Closed here, outside the queue's lock, which the workers wait on.
+        drop(stopped);
+    }
+
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue
             .lock()
@@ -128,19 +144,6 @@ impl Schedule {
                 Err(poisoned) => poisoned.into_inner().0,
             };
         }
-    }
-}
-
-impl Watched {
-    /// After a check panicked (a bug): logs it, forgets the open
-    /// repository (its state is in doubt) and waits an interval.
-    fn after_panic(&mut self) -> Duration {
-        tracing::error!(
-            repository = %escape(self.name()),
-            "a check panicked (a bug: please report it); the repository is opened again at the next check"
-        );
-        self.forget_repository();
-        self.interval()
     }
 }
 
