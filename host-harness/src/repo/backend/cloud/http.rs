@@ -63,7 +63,7 @@ pub struct Connector;
 
 impl HttpConnector for Connector {
     fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
-        let client = client(options).map_err(|source| object_store::Error::Generic {
+        let client = shared_client(options).map_err(|source| object_store::Error::Generic {
             store: "HTTP client",
             source: source.into(),
         })?;
@@ -71,7 +71,40 @@ impl HttpConnector for Connector {
     }
 }
 
-/// A reqwest client under this policy, with what `options` say.
+/// The options a client is made from ([`client`] reads these and no
+/// others), as their text.
+const CLIENT_KEYS: [ClientConfigKey; 5] = [
+    ClientConfigKey::AllowHttp,
+    ClientConfigKey::UserAgent,
+    ClientConfigKey::Timeout,
+    ClientConfigKey::ConnectTimeout,
+    ClientConfigKey::Http1Only,
+];
+
+/// The one client of the process for what `options` say: every store with
+/// the same settings shares it, its TLS roots and its connection pool (a
+/// client of its own per repository cost `watch` about 100 KiB of memory
+/// per repository, most of it its copy of the TLS roots). Requests carry
+/// their own credentials, and the client keeps no cookies, so sharing
+/// carries nothing from one store to another.
+fn shared_client(options: &ClientOptions) -> Result<reqwest::Client, String> {
+    static CLIENTS: std::sync::Mutex<Vec<(Vec<Option<String>>, reqwest::Client)>> =
+        std::sync::Mutex::new(Vec::new());
+    let settings: Vec<Option<String>> = CLIENT_KEYS
+        .iter()
+        .map(|key| options.get_config_value(key))
+        .collect();
+    let mut clients = CLIENTS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, client)) = clients.iter().find(|(s, _)| *s == settings) {
+        return Ok(client.clone());
+    }
+    let client = client(options)?;
+    clients.push((settings, client.clone()));
+    Ok(client)
+}
+
+/// A reqwest client under this policy, with what `options` say
+/// ([`CLIENT_KEYS`]).
 fn client(options: &ClientOptions) -> Result<reqwest::Client, String> {
     crate::tls::install_provider();
     let value = |key: ClientConfigKey| options.get_config_value(&key);
