@@ -19,10 +19,16 @@ fn main() {
 
     // `lockwarden-bench scale N...`: only `watch` over N repositories, each.
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("scale") {
+    // `lockwarden-bench scale-s3 N...`: the same on moto's S3.
+    let scale_on = match args.get(1).map(String::as_str) {
+        Some("scale") => Some(tools::watch_at_scale as fn(usize) -> tools::WatchRun),
+        Some("scale-s3") => Some(tools::watch_at_scale_on_s3 as fn(usize) -> tools::WatchRun),
+        _ => None,
+    };
+    if let Some(watch_at_scale) = scale_on {
         for n in &args[2..] {
             let n = n.parse().expect("a number of repositories");
-            eprintln!("{:?}", tools::watch_at_scale(n));
+            eprintln!("{:?}", watch_at_scale(n));
         }
         return;
     }
@@ -58,13 +64,15 @@ fn main() {
     let unlock_10k = tools::one_shot_unlock(10_000, 3);
     step("periodic round over 100 repositories");
     let round = tools::periodic_round(100);
-    let scale = [100, 1_000, 5_000]
+    let mut scale: Vec<_> = [100, 1_000, 5_000]
         .into_iter()
         .map(|n| {
             step(&format!("watch over {n} repositories"));
             tools::watch_at_scale(n)
         })
         .collect();
+    step("watch over 1,000 repositories on S3 (moto)");
+    scale.push(tools::watch_at_scale_on_s3(1_000));
     step("check over REST, 1,000 locks");
     let rest = tools::over_rest(1_000, 5);
     step("requests per check on S3, Azure and GCS");

@@ -110,6 +110,8 @@ fn pairs_json(p: &Pairs) -> Value {
         "lockwarden": run_json(&p.lockwarden),
         "restic": run_json(&p.restic),
         "second_restic": run_json(&p.second),
+        "lockwarden_floor": run_json(&p.floor),
+        "floor_wall_ratio": (!p.floor.is_empty()).then(|| p.ratio_of(&p.floor, |r| r.wall).json()),
         "wall_ratio": p.ratio(|r| r.wall).json(),
         "rss_ratio": p.ratio(|r| r.rss_kib).json(),
         "cpu_ratio": p.ratio(|r| r.cpu).json(),
@@ -289,9 +291,12 @@ fn one_shot_unlock(w: &mut String, unlock: &[Pairs], targets: &mut Vec<Target>) 
          repository's scrypt parameters, which restic calibrates on this machine at `init`, \
          are in the key column; lockwarden runs scrypt's p lanes on all cores (within 64 MiB \
          of tables), restic one after another. `watch` derives each key once and keeps it, so \
-         this does not change its checks.\n\n| locks | key (scrypt) | lockwarden wall | restic wall \
-         | wall ratio | lockwarden RSS | restic RSS | RSS ratio | second restic: wall, RSS | pairs |\n\
-         |---|---|---|---|---|---|---|---|---|---|"
+         this does not change its checks. The floor is `lockwarden check` on a copy without \
+         its locks (in the same rotation): the key, the empty listing and the cached policy, \
+         what any run on this repository pays before its first lock.\n\n| locks | key (scrypt) \
+         | lockwarden wall | restic wall | wall ratio | lockwarden RSS | restic RSS | RSS ratio \
+         | second restic: wall, RSS | lockwarden's floor: wall, ratio, RSS | pairs |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|"
     );
     for p in unlock {
         let wall = p.ratio(|x| x.wall);
@@ -299,10 +304,13 @@ fn one_shot_unlock(w: &mut String, unlock: &[Pairs], targets: &mut Vec<Target>) 
         let (lockwarden_wall, lockwarden_rss) = wall_and_rss(&p.lockwarden);
         let (restic_wall, restic_rss) = wall_and_rss(&p.restic);
         let (second_wall, second_rss) = wall_and_rss(&p.second);
+        let (floor_wall, floor_rss) = wall_and_rss(&p.floor);
+        let floor = p.ratio_of(&p.floor, |x| x.wall);
         let _ = writeln!(
             w,
             "| {} | {} | {lockwarden_wall} | {restic_wall} | {}x ({}..{}) \
-             | {lockwarden_rss} | {restic_rss} | {}x ({}..{}) | {second_wall}, {second_rss} | {} |",
+             | {lockwarden_rss} | {restic_rss} | {}x ({}..{}) | {second_wall}, {second_rss} \
+             | {floor_wall}, {}x, {floor_rss} | {} |",
             p.locks,
             p.key,
             short(wall.median),
@@ -311,6 +319,7 @@ fn one_shot_unlock(w: &mut String, unlock: &[Pairs], targets: &mut Vec<Target>) 
             short(rss.median),
             short(rss.p10),
             short(rss.p90),
+            short(floor.median),
             p.lockwarden.len()
         );
         let limit = if p.locks >= 10_000 { 0.5 } else { 0.35 };
@@ -367,22 +376,25 @@ fn per_repository(run: &WatchRun) -> f64 {
 fn watch_at_scale(w: &mut String, runs: &[WatchRun], targets: &mut Vec<Target>) {
     let _ = writeln!(
         w,
-        "\n## watch at scale\n\nOne `lockwarden watch` process over more and more local \
+        "\n## watch at scale\n\nOne `lockwarden watch` process over more and more \
          repositories (each one fresh lock, checked every 40 s), observed through its first two \
          rounds. The copies share the template's cheap key, because a key is derived once, in \
          round one, and what grows with the count is every round after it. CPU is the \
          process's, from /proc, between the end of round one and the end of round two; RSS is \
-         its peak (VmHWM); descriptors and threads are counted after round two. \"Repositories \
-         per core\" is how many one core checks every 5 minutes at that round's CPU per \
-         repository.\n\n| repositories | first round (wall) | CPU per round | per repository \
-         | peak RSS | per repository | open descriptors | threads | repositories per core at 5 min |\n\
-         |---|---|---|---|---|---|---|---|---|"
+         its peak (VmHWM); descriptors and threads are counted after round two; requests are \
+         those the store logged between the ends of the two rounds, per check, times the \
+         repositories. \"Repositories per core\" is how many one core checks every 5 minutes \
+         at that round's CPU per repository.\n\n| store | repositories | first round (wall) \
+         | CPU per round | per repository | peak RSS | per repository | open descriptors \
+         | threads | requests per round | repositories per core at 5 min |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|"
     );
     for run in runs {
         let n = run.repositories.max(1) as f64;
         let _ = writeln!(
             w,
-            "| {} | {} s | {} s | {} ms | {} MiB | {} KiB | {} | {} | {:.0} |",
+            "| {} | {} | {} s | {} s | {} ms | {} MiB | {} KiB | {} | {} | {} | {:.0} |",
+            run.store,
             run.repositories,
             short(run.first_round),
             short(run.round_cpu),
@@ -391,10 +403,15 @@ fn watch_at_scale(w: &mut String, runs: &[WatchRun], targets: &mut Vec<Target>) 
             short(run.peak_rss_kib / n),
             run.fds,
             run.threads,
+            run.requests_per_round.map_or("none".to_owned(), short),
             300.0 / per_repository(run).max(1e-9),
         );
     }
-    if let (Some(small), Some(large)) = (runs.first(), runs.last()) {
+    let local: Vec<&WatchRun> = runs
+        .iter()
+        .filter(|r| r.requests_per_round.is_none())
+        .collect();
+    if let (Some(small), Some(large)) = (local.first(), local.last()) {
         let growth = per_repository(large) / per_repository(small).max(1e-9);
         targets.push(Target {
             name: format!(
@@ -517,6 +534,7 @@ fn results_json(r: &Results, machine: &[(String, String)], targets: &[Target]) -
             "watch_busy_s": round.watch_busy, "cpu_ratio": cpu_ratio(round),
         },
         "watch_at_scale": r.scale.iter().map(|w| json!({
+            "store": w.store, "requests_per_round": w.requests_per_round,
             "repositories": w.repositories, "first_round_s": w.first_round,
             "round_cpu_s": w.round_cpu, "round_busy_s": w.round_busy,
             "peak_rss_kib": w.peak_rss_kib, "fds": w.fds, "threads": w.threads,
@@ -597,6 +615,7 @@ mod tests {
                     lockwarden: runs(0.12, 21_000.0, 0.09),
                     restic: runs(0.31, 45_000.0, 0.4),
                     second: runs(0.33, 40_000.0, 0.42),
+                    floor: runs(0.2, 70_000.0, 0.3),
                 },
                 Pairs {
                     locks: 10_000,
@@ -604,6 +623,7 @@ mod tests {
                     lockwarden: runs(0.9, 60_000.0, 0.8),
                     restic: runs(1.4, 58_000.0, 2.1),
                     second: runs(1.5, 55_000.0, 2.2),
+                    floor: runs(0.2, 70_000.0, 0.3),
                 },
             ],
             round: Round {
@@ -622,6 +642,8 @@ mod tests {
                     peak_rss_kib: 40_000.0,
                     fds: 209,
                     threads: 37,
+                    store: "local".into(),
+                    requests_per_round: None,
                 },
                 WatchRun {
                     repositories: 5_000,
@@ -631,6 +653,19 @@ mod tests {
                     peak_rss_kib: 400_000.0,
                     fds: 10_009,
                     threads: 37,
+                    store: "local".into(),
+                    requests_per_round: None,
+                },
+                WatchRun {
+                    repositories: 1_000,
+                    first_round: 12.0,
+                    round_cpu: 3.0,
+                    round_busy: 9.0,
+                    peak_rss_kib: 90_000.0,
+                    fds: 40,
+                    threads: 37,
+                    store: "S3 (moto)".into(),
+                    requests_per_round: Some(1_000.0),
                 },
             ],
             rest: Pairs {
@@ -639,6 +674,7 @@ mod tests {
                 lockwarden: runs(0.5, 30_000.0, 0.2),
                 restic: runs(0.8, 50_000.0, 0.6),
                 second: vec![],
+                floor: vec![],
             },
             requests: vec![StoreCost {
                 store: lockwarden_tests::cloud::Store::S3,

@@ -1,10 +1,11 @@
 //! lockwarden against restic, as whole commands: one-shot unlock, a periodic
 //! round over many repositories, and a check over REST.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use lockwarden_tests::cloud::{Bucket, Store};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::lockwarden_bin;
 use lockwarden_tests::restic::{RestServer, TestRepo, free_port};
@@ -161,6 +162,9 @@ pub struct Pairs {
     pub restic: Vec<Run>,
     /// The second restic's runs ([`SECOND_RESTIC`]), or none.
     pub second: Vec<Run>,
+    /// lockwarden's floor on this repository, or none: `lockwarden check`
+    /// on a copy without its locks (the key, the listing, the policy).
+    pub floor: Vec<Run>,
 }
 
 /// Which tool a measured run is of.
@@ -169,13 +173,19 @@ enum Tool {
     Lockwarden,
     Restic,
     Second,
+    /// `lockwarden check` with no locks to read.
+    Floor,
 }
 
 impl Pairs {
     /// Per-pair ratios lockwarden/restic of `f`.
     pub fn ratio(&self, f: impl Fn(&Run) -> f64) -> Summary {
-        let r: Vec<f64> = self
-            .lockwarden
+        self.ratio_of(&self.lockwarden, f)
+    }
+
+    /// Per-pair ratios `runs`/restic of `f`.
+    pub fn ratio_of(&self, runs: &[Run], f: impl Fn(&Run) -> f64) -> Summary {
+        let r: Vec<f64> = runs
             .iter()
             .zip(&self.restic)
             .map(|(a, b)| f(a) / f(b))
@@ -190,8 +200,8 @@ impl Pairs {
 }
 
 /// `lockwarden unlock`, `restic unlock` and the second restic's on identical
-/// copies of a local repository holding `n` locks, half of them stale,
-/// rotating which runs first.
+/// copies of a local repository holding `n` locks, half of them stale, and
+/// lockwarden's floor on a copy without them, rotating which runs first.
 pub fn one_shot_unlock(n: usize, reps: usize) -> Pairs {
     let base = TestRepo::init_local_calibrated();
     fill(&base, n, Ages::HalfStale);
@@ -215,6 +225,13 @@ pub fn one_shot_unlock(n: usize, reps: usize) -> Pairs {
         copy_dir(&base.path, &copy);
         let location = copy.display().to_string();
         let run = match tool {
+            Tool::Floor => {
+                std::fs::remove_dir_all(copy.join("locks")).expect("remove the locks");
+                std::fs::create_dir(copy.join("locks")).expect("an empty locks/");
+                let mut check = lockwarden(&lw_cache);
+                check.args(["check", "-r"]).arg(&copy).arg("-p").arg(&pw);
+                return measure(&mut check, &[0]);
+            }
             Tool::Lockwarden => measure(
                 lockwarden(&lw_cache)
                     .args(["unlock", "-r"])
@@ -236,7 +253,7 @@ pub fn one_shot_unlock(n: usize, reps: usize) -> Pairs {
         );
         run
     };
-    let tools = [Tool::Lockwarden, Tool::Restic, Tool::Second];
+    let tools = [Tool::Lockwarden, Tool::Restic, Tool::Second, Tool::Floor];
     rotate(n, key_params(&base.path), reps, &tools, unlock_copy)
 }
 
@@ -301,24 +318,21 @@ pub fn periodic_round(n: usize) -> Round {
     fill(&base, 1, Ages::AllFresh);
     let work = base.dir.path();
     let (pw, cache) = (base.password_file(), work.join("restic-cache"));
-    let repos: Vec<PathBuf> = (0..n)
+    let repos: Vec<String> = (0..n)
         .map(|i| {
             let p = work.join(format!("repo-{i}"));
             copy_dir(&base.path, &p);
-            p
+            p.display().to_string()
         })
         .collect();
     let mut restic_cpu = 0.0;
     let mut restic_wall = 0.0;
     for repo in &repos {
-        let run = measure(
-            restic(&repo.display().to_string(), &pw, &cache).arg("unlock"),
-            &[0],
-        );
+        let run = measure(restic(repo, &pw, &cache).arg("unlock"), &[0]);
         restic_cpu += run.cpu;
         restic_wall += run.wall;
     }
-    let watch = watch_two_rounds(&base, &repos);
+    let watch = watch_two_rounds(&base, &repos, &[], None);
     Round {
         repositories: n,
         restic_cpu,
@@ -332,6 +346,8 @@ pub fn periodic_round(n: usize) -> Round {
 /// its first two rounds.
 #[derive(Debug)]
 pub struct WatchRun {
+    /// Where the repositories are: `local`, or the object store's name.
+    pub store: String,
     /// Repositories.
     pub repositories: usize,
     /// Wall seconds from its start until each repository was checked once
@@ -347,6 +363,9 @@ pub struct WatchRun {
     pub fds: usize,
     /// Threads after round two.
     pub threads: usize,
+    /// Requests to the store per round (per check between the ends of
+    /// rounds one and two, times the repositories); none for local ones.
+    pub requests_per_round: Option<f64>,
 }
 
 /// `watch` over `n` local repositories, each one fresh lock and a cheap key
@@ -357,14 +376,37 @@ pub struct WatchRun {
 pub fn watch_at_scale(n: usize) -> WatchRun {
     let base = TestRepo::init_local();
     fill(&base, 1, Ages::AllFresh);
-    let repos: Vec<PathBuf> = (0..n)
+    let locations: Vec<String> = (0..n)
         .map(|i| {
             let to = base.dir.path().join(format!("repo-{i}"));
             copy_what_a_check_reads(&base.path, &to);
-            to
+            to.display().to_string()
         })
         .collect();
-    watch_two_rounds(&base, &repos)
+    watch_two_rounds(&base, &locations, &[], None)
+}
+
+/// [`watch_at_scale`] with the `n` repositories in one bucket of moto's S3,
+/// uploaded at once from local copies, and the requests each round makes.
+pub fn watch_at_scale_on_s3(n: usize) -> WatchRun {
+    let base = TestRepo::init_local();
+    fill(&base, 1, Ages::AllFresh);
+    let staging = base.dir.path().join("staging");
+    for i in 0..n {
+        copy_what_a_check_reads(&base.path, &staging.join(format!("repo-{i}")));
+    }
+    let bucket = Store::S3.new_bucket();
+    bucket.upload(&staging);
+    let repos: Vec<TestRepo> = (0..n).map(|i| bucket.repo(&format!("repo-{i}"))).collect();
+    let locations: Vec<String> = repos
+        .iter()
+        .map(|r| {
+            r.lockwarden_location
+                .clone()
+                .expect("a location for lockwarden")
+        })
+        .collect();
+    watch_two_rounds(&base, &locations, &repos[0].env, Some(&bucket))
 }
 
 fn copy_what_a_check_reads(from: &Path, to: &Path) {
@@ -378,37 +420,52 @@ fn copy_what_a_check_reads(from: &Path, to: &Path) {
     std::fs::copy(from.join("config"), to.join("config")).expect("copy config");
 }
 
-/// Runs `lockwarden watch` over `repos`, copies of `base` (its password,
-/// its files beside it), through its first two rounds.
-fn watch_two_rounds(base: &TestRepo, repos: &[PathBuf]) -> WatchRun {
+/// Runs `lockwarden watch` with `env` over `locations`, repositories with
+/// `base`'s password, its files beside `base`, through its first two
+/// rounds; counts the requests `bucket` (where the repositories are, if
+/// anywhere) logs between the ends of the two rounds.
+fn watch_two_rounds(
+    base: &TestRepo,
+    locations: &[String],
+    env: &[(String, String)],
+    bucket: Option<&Bucket>,
+) -> WatchRun {
     let work = base.dir.path();
     let addr = format!("127.0.0.1:{}", free_port());
     let config_file = work.join("watch.toml");
-    std::fs::write(&config_file, watch_config(&addr, base, repos)).expect("config");
+    std::fs::write(&config_file, watch_config(&addr, base, locations)).expect("config");
     let started = Instant::now();
     let mut child = lockwarden(&work.join("lw-cache"))
         .args(["watch", "--config"])
         .arg(&config_file)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("watch");
-    let busy1 = wait_for_round(&addr, repos, 1);
+    let round1 = wait_for_round(&addr, locations.len(), 1);
     let first_round = started.elapsed().as_secs_f64();
     let cpu1 = cpu_seconds(child.id());
-    let busy2 = wait_for_round(&addr, repos, 2);
+    let round2 = wait_for_round(&addr, locations.len(), 2);
     let cpu2 = cpu_seconds(child.id());
     let status = |key: &str| status_field(child.id(), key);
+    let requests_per_round = bucket.map(|b| {
+        let requests = b.requests_by(round2.at) - b.requests_by(round1.at);
+        let checks = (round2.checks - round1.checks).max(1);
+        requests as f64 / checks as f64 * locations.len() as f64
+    });
     let run = WatchRun {
-        repositories: repos.len(),
+        store: bucket.map_or("local".to_owned(), |b| b.store.to_string()),
+        repositories: locations.len(),
         first_round,
         round_cpu: cpu2 - cpu1,
-        round_busy: busy2 - busy1,
+        round_busy: round2.busy - round1.busy,
         peak_rss_kib: status("VmHWM:"),
         fds: std::fs::read_dir(format!("/proc/{}/fd", child.id()))
             .map(|d| d.count())
             .unwrap_or(0),
         threads: status("Threads:") as usize,
+        requests_per_round,
     };
     let _ = child.kill();
     let _ = child.wait();
@@ -426,33 +483,46 @@ fn status_field(pid: u32, key: &str) -> f64 {
 }
 
 /// A watch configuration serving metrics on `addr`, with its state beside
-/// `base`, checking each of `repos` (`base`'s password) every 40 s.
-fn watch_config(addr: &str, base: &TestRepo, repos: &[PathBuf]) -> String {
+/// `base`, checking each of `locations` (`base`'s password) every 40 s.
+fn watch_config(addr: &str, base: &TestRepo, locations: &[String]) -> String {
     let pw = base.password_file();
     let mut config = format!(
         "metrics_addr = \"{addr}\"\nstate_dir = \"{}\"\n",
         base.dir.path().join("state").display()
     );
-    for (i, repo) in repos.iter().enumerate() {
+    for (i, location) in locations.iter().enumerate() {
         config += &format!(
-            "\n[[repository]]\nname = \"r{i}\"\nrepository = \"{}\"\npassword_file = \"{}\"\ninterval = \"40s\"\n",
-            repo.display(),
+            "\n[[repository]]\nname = \"r{i}\"\nrepository = \"{location}\"\npassword_file = \"{}\"\ninterval = \"40s\"\n",
             pw.display()
         );
     }
     config
 }
 
-/// Waits until the watch serving metrics on `addr` has checked each of
-/// `repos` at least `round` times; returns the sum of its check durations
-/// then.
-fn wait_for_round(addr: &str, repos: &[PathBuf], round: u64) -> f64 {
-    let deadline = Instant::now() + Duration::from_secs(300 + repos.len() as u64 / 10);
+/// What `watch`'s metrics said at one moment.
+struct Snapshot {
+    /// When they were read.
+    at: Instant,
+    /// Checks of all repositories so far.
+    checks: u64,
+    /// The sum of their durations, seconds.
+    busy: f64,
+}
+
+/// Waits until the watch serving metrics on `addr` has checked each of its
+/// `n` repositories at least `round` times.
+fn wait_for_round(addr: &str, n: usize, round: u64) -> Snapshot {
+    let deadline = Instant::now() + Duration::from_secs(300 + n as u64 / 10);
     loop {
+        let at = Instant::now();
         let text = metrics(addr);
         let (c, busy) = counts(&text);
-        if c.len() == repos.len() && c.iter().all(|x| *x >= round) {
-            return busy;
+        if c.len() == n && c.iter().all(|x| *x >= round) {
+            return Snapshot {
+                at,
+                checks: c.iter().sum(),
+                busy,
+            };
         }
         assert!(
             Instant::now() < deadline,
@@ -517,6 +587,7 @@ fn rotate(
         lockwarden: vec![],
         restic: vec![],
         second: vec![],
+        floor: vec![],
     };
     for rep in 0..reps {
         for turn in 0..tools.len() {
@@ -526,6 +597,7 @@ fn rotate(
                 Tool::Lockwarden => pairs.lockwarden.push(result),
                 Tool::Restic => pairs.restic.push(result),
                 Tool::Second => pairs.second.push(result),
+                Tool::Floor => pairs.floor.push(result),
             }
         }
     }

@@ -147,13 +147,34 @@ impl Bucket {
     /// How many requests for this bucket the server has logged so far (by
     /// anyone: restic, rclone, lockwarden, the helpers here).
     pub fn requests(&self) -> usize {
-        let markers = [
+        let markers = self.log_markers();
+        self.server
+            .requests(|line| markers.iter().any(|m| line.contains(m.as_str())))
+    }
+
+    /// How many requests for this bucket the server had answered by
+    /// `moment` ([`ServerProcess::requests_by`]).
+    pub fn requests_by(&self, moment: std::time::Instant) -> usize {
+        let markers = self.log_markers();
+        self.server.requests_by(moment, |line| {
+            markers.iter().any(|m| line.contains(m.as_str()))
+        })
+    }
+
+    /// What an access log line for this bucket contains: its name as a path
+    /// segment.
+    fn log_markers(&self) -> [String; 3] {
+        [
             format!("/{}/", self.name),
             format!("/{}?", self.name),
             format!("/{} ", self.name),
-        ];
-        self.server
-            .requests(|line| markers.iter().any(|m| line.contains(m.as_str())))
+        ]
+    }
+
+    /// Copies the local directory `dir` into this bucket's root, many files
+    /// at once (seeding many repositories).
+    pub fn upload(&self, dir: &std::path::Path) {
+        self.remote.upload(dir);
     }
 
     /// A repository at `prefix` in this bucket, not yet initialised.

@@ -141,6 +141,21 @@ impl ServerProcess {
         self.group
     }
 
+    /// How many requests answered by `moment` the server has logged whose
+    /// access log line `selects`: it waits for the lines of requests answered
+    /// just before `moment` to arrive, then counts those that arrived by then.
+    /// For a moment while other requests keep coming.
+    pub fn requests_by(&self, moment: Instant, selects: impl Fn(&str) -> bool) -> usize {
+        if let Some(wait) = (moment + SETTLE).checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let log = self.log.lock().expect("log lock");
+        log.requests
+            .iter()
+            .filter(|(arrived, line)| *arrived <= moment && selects(line))
+            .count()
+    }
+
     /// How many requests the server has logged whose access log line
     /// `selects`. It first gives the lines of requests answered just before
     /// a moment to arrive, then waits (up to 3 s) until no selected line has

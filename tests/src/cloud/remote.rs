@@ -9,6 +9,8 @@ use std::time::Duration;
 
 /// The longest any one rclone call may take.
 const RCLONE_DEADLINE: Duration = Duration::from_secs(60);
+/// The longest an upload of many files ([`RemoteDir::upload`]) may take.
+const UPLOAD_DEADLINE: Duration = Duration::from_secs(600);
 /// The most bytes an rclone call may print (a listing, a key file).
 const RCLONE_OUTPUT_LIMIT: u64 = 16 << 20;
 /// rclone's own limits: connect, idle I/O, and no retries that could
@@ -66,6 +68,24 @@ impl RemoteDir {
         self.rclone(&["copyto", source, &format!("{}/{name}", self.path)]);
     }
 
+    /// Copies the local directory `dir`'s tree into this directory, 32
+    /// files at once, within [`UPLOAD_DEADLINE`].
+    pub fn upload(&self, dir: &std::path::Path) {
+        let source = dir.to_str().expect("utf-8 path");
+        self.rclone_within(
+            &[
+                "copy",
+                "--transfers",
+                "32",
+                "--checkers",
+                "32",
+                source,
+                &self.path,
+            ],
+            UPLOAD_DEADLINE,
+        );
+    }
+
     /// Creates the bucket or container this directory is in.
     pub fn make_bucket(&self) {
         self.rclone(&["mkdir", &self.path]);
@@ -79,6 +99,11 @@ impl RemoteDir {
     /// Runs rclone with `args`, returning its standard output; panics when
     /// it fails or runs past its deadline.
     fn rclone(&self, args: &[&str]) -> Vec<u8> {
+        self.rclone_within(args, RCLONE_DEADLINE)
+    }
+
+    /// [`RemoteDir::rclone`] with a deadline of `deadline`.
+    fn rclone_within(&self, args: &[&str], deadline: Duration) -> Vec<u8> {
         let mut command = Command::new("rclone");
         command
             .args(args)
@@ -89,7 +114,7 @@ impl RemoteDir {
             // speak plain HTTP and need none.
             .env_remove("AWS_CA_BUNDLE")
             .envs(self.env.iter().map(|(k, v)| (k, v)));
-        match lockwarden::command::run(command, RCLONE_DEADLINE, RCLONE_OUTPUT_LIMIT) {
+        match lockwarden::command::run(command, deadline, RCLONE_OUTPUT_LIMIT) {
             Ok(out) if out.status.success() => out.stdout,
             Ok(out) => panic!("rclone {args:?} failed: {}", out.stderr_line()),
             Err(e) => panic!("rclone {args:?}: {e}"),
