@@ -7,6 +7,13 @@
 //! (humantime accepts months and years, which have no fixed length), and the
 //! policy component should carry no date library.
 
+// No std: the policy component links only core and alloc (no WASI).
+#![cfg_attr(not(test), no_std)]
+
+extern crate alloc;
+
+use alloc::{borrow::ToOwned, format, string::String};
+
 /// Nanoseconds in one second.
 pub const SECOND: i64 = 1_000_000_000;
 /// Nanoseconds in one minute.

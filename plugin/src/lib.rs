@@ -5,6 +5,14 @@
 //! plain functions in [`rules`] (crate `lockwarden-policy-rules`), tested
 //! natively.
 
+// No std on wasm: the component links only core and alloc, so it imports
+// nothing but the contract, and no WASI adapter is instantiated with it.
+#![cfg_attr(target_arch = "wasm32", no_std)]
+
+extern crate alloc;
+
+use alloc::{string::String, vec::Vec};
+
 pub use lockwarden_policy_rules as rules;
 
 /// Bindings generated from `wit/`, the one contract.
@@ -141,4 +149,45 @@ impl Guest for DefaultPolicy {
 mod export {
     use super::DefaultPolicy;
     crate::bindings::export!(DefaultPolicy with_types_in crate::bindings);
+}
+
+/// What std would bring on wasm: an allocator and a panic handler, which
+/// traps (the host reports a trap as the policy's failure, which keeps every
+/// lock). The allocator is wasi-libc's malloc, as under std, which serves
+/// first from the memory the module starts with and imports nothing; its
+/// `cabi_realloc` (linked by `build.rs`) is the same allocator's.
+#[cfg(target_arch = "wasm32")]
+#[allow(unsafe_code)]
+mod no_std_runtime {
+    use core::alloc::{GlobalAlloc, Layout};
+
+    unsafe extern "C" {
+        fn aligned_alloc(align: usize, size: usize) -> *mut u8;
+        fn free(ptr: *mut u8);
+    }
+
+    /// wasi-libc's malloc.
+    struct Libc;
+
+    // SAFETY: aligned_alloc returns null or a block of at least `size`
+    // bytes at `align` (a power of two, as Layout guarantees), which `free`
+    // releases; neither touches memory it did not hand out.
+    unsafe impl GlobalAlloc for Libc {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            // SAFETY: see the impl.
+            unsafe { aligned_alloc(layout.align(), layout.size()) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, _: Layout) {
+            // SAFETY: `ptr` came from `alloc`, by GlobalAlloc's contract.
+            unsafe { free(ptr) }
+        }
+    }
+
+    #[global_allocator]
+    static ALLOCATOR: Libc = Libc;
+
+    #[panic_handler]
+    fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+        core::arch::wasm32::unreachable()
+    }
 }

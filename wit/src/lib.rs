@@ -2,6 +2,8 @@
 //! and policies generate their bindings from) and their versions, written
 //! here once for every Rust host and policy.
 
+#![cfg_attr(not(test), no_std)]
+
 /// The current contract's WIT package, as text (`wit/policy.wit`).
 pub const WIT: &str = include_str!("../policy.wit");
 

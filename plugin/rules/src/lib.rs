@@ -14,9 +14,15 @@
 //! the policy (the component in `plugin/`, a contract 0.1.0 build for tests)
 //! converts the contract's records to them and back.
 
+// No std: the policy component links only core and alloc (no WASI).
+#![cfg_attr(not(test), no_std)]
+
+extern crate alloc;
+
 pub use lockwarden_duration as duration;
 
-use std::collections::BTreeMap;
+use alloc::collections::BTreeMap;
+use alloc::{borrow::ToOwned, format, string::String, vec, vec::Vec};
 
 use duration::{HOUR, MINUTE};
 

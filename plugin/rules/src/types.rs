@@ -1,5 +1,7 @@
 //! The rules' own types: what a contract's records are converted to and from.
 
+use alloc::{string::String, vec::Vec};
+
 /// One lock the host read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lock {
