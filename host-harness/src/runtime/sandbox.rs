@@ -29,7 +29,10 @@ pub const FORBIDDEN_IMPORTS: [&str; 5] = [
 
 /// The data of one evaluation's store.
 pub struct HostState {
-    wasi: WasiCtx,
+    /// Made when the policy first calls WASI: a policy that imports none
+    /// (the default policy, the Python and JavaScript builds) never pays
+    /// for one.
+    wasi: Option<WasiCtx>,
     table: ResourceTable,
     stderr: MemoryOutputPipe,
     limiter: MemoryCap,
@@ -53,11 +56,8 @@ impl HostState {
         ticking: Ticking,
     ) -> Self {
         let stderr = MemoryOutputPipe::new(crate::limits::POLICY_STDERR);
-        // No args, no env, no preopened directories, no network: the builder
-        // grants nothing unless asked, and nothing is asked but a stderr pipe.
-        let wasi = WasiCtx::builder().stderr(stderr.clone()).build();
         HostState {
-            wasi,
+            wasi: None,
             table: ResourceTable::new(),
             stderr,
             limiter: MemoryCap {
@@ -135,8 +135,14 @@ impl ResourceLimiter for MemoryCap {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
+        let stderr = &self.stderr;
+        // No args, no env, no preopened directories, no network: the builder
+        // grants nothing unless asked, and nothing is asked but a stderr pipe.
+        let wasi = self
+            .wasi
+            .get_or_insert_with(|| WasiCtx::builder().stderr(stderr.clone()).build());
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx: wasi,
             table: &mut self.table,
         }
     }
