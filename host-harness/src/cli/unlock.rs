@@ -66,13 +66,14 @@ pub fn run(args: &UnlockArgs) -> Outcome<ExitCode> {
 /// One line per lock saying what became of it, then the summary.
 fn print_text(report: &Report) {
     let a = &report.assessment;
+    let removals = report.removals_by_id();
     for (subject, v) in a.verdicts.all() {
         let id = subject.id();
         let about = match subject {
             Subject::Lock(l) => format!("{}, pid {}", holder(l), l.pid),
             Subject::Unreadable(u) => format!("unreadable: {}", escape(&u.problem)),
         };
-        let word = match (v.action, report.removal(id).map(|r| &r.result)) {
+        let word = match (v.action, removals.get(id).map(|r| &r.result)) {
             (Action::Keep, _) => "kept",
             (Action::Remove, None) => "would remove",
             (Action::Remove, Some(Ok(Removal::Removed))) => "removed",

@@ -185,8 +185,9 @@ fn one_failed_removal_leaves_the_others_removed() {
     let repo = open(faulty);
     let report = warden(&[]).run(&repo, Act::Remove).expect("runs");
     assert_eq!(report.failed(), 1);
-    assert!(report.removal(&first).is_some_and(|r| r.result.is_err()));
-    assert!(report.removal(&second).is_some_and(|r| r.result.is_ok()));
+    let removals = report.removals_by_id();
+    assert!(removals.get(first.as_str()).is_some_and(|r| r.result.is_err()));
+    assert!(removals.get(second.as_str()).is_some_and(|r| r.result.is_ok()));
     assert_eq!(ids(&repo), vec![first]);
 }
 

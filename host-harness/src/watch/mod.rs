@@ -321,11 +321,12 @@ fn leads(shared: &Shared) -> bool {
 /// Logs what became of each stale lock; returns how many are still there.
 fn log_removals(report: &Report) -> i64 {
     let mut not_removed = 0;
+    let removals = report.removals_by_id();
     for (subject, verdict) in report.assessment.verdicts.stale() {
         let id = short(subject.id());
         let rule = escape(&verdict.rule);
         let reason = escape(&verdict.reason);
-        match report.removal(subject.id()).map(|r| &r.result) {
+        match removals.get(subject.id()).map(|r| &r.result) {
             None => {
                 not_removed += 1;
                 let why = match report.act {

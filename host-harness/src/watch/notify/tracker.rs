@@ -114,10 +114,11 @@ impl Tracker {
         let now = report.assessment.now;
         let mut events = Vec::new();
         let mut present = BTreeSet::new();
+        let removals = report.removals_by_id();
         for (subject, verdict) in report.assessment.verdicts.stale() {
             let event = Event::new(EventKind::LockRemoved, now, &self.repository)
                 .about(subject, verdict, now);
-            let (mut event, error) = match report.removal(subject.id()).map(|r| &r.result) {
+            let (mut event, error) = match removals.get(subject.id()).map(|r| &r.result) {
                 Some(Ok(removal)) => {
                     let mut event = event;
                     event.already_gone =
