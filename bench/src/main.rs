@@ -19,6 +19,12 @@ fn main() {
 
     // `lockwarden-bench scale N...`: only `watch` over N repositories, each.
     let args: Vec<String> = std::env::args().collect();
+    // `lockwarden-bench prepare N DIR`: one-shot unlock's repository, kept.
+    if args.get(1).map(String::as_str) == Some("prepare") {
+        let n = args[2].parse().expect("a number of locks");
+        tools::prepare(n, std::path::Path::new(&args[3]));
+        return;
+    }
     // `lockwarden-bench scale-s3 N...`: the same on moto's S3.
     let scale_on = match args.get(1).map(String::as_str) {
         Some("scale") => Some(tools::watch_at_scale as fn(usize) -> tools::WatchRun),

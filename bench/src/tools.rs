@@ -257,6 +257,17 @@ pub fn one_shot_unlock(n: usize, reps: usize) -> Pairs {
     rotate(n, key_params(&base.path), reps, &tools, unlock_copy)
 }
 
+/// The repository [`one_shot_unlock`] measures, kept as `dir/repo` with its
+/// password in `dir/password`, for profiling one command on it
+/// (`lockwarden-bench prepare N DIR`).
+pub fn prepare(n: usize, dir: &Path) {
+    let base = TestRepo::init_local_calibrated();
+    fill(&base, n, Ages::HalfStale);
+    std::fs::create_dir_all(dir).expect("mkdir");
+    copy_dir(&base.path, &dir.join("repo"));
+    std::fs::copy(base.password_file(), dir.join("password")).expect("copy the password");
+}
+
 /// A periodic round over many repositories.
 pub struct Round {
     /// Repositories.
