@@ -186,8 +186,16 @@ fn one_failed_removal_leaves_the_others_removed() {
     let report = warden(&[]).run(&repo, Act::Remove).expect("runs");
     assert_eq!(report.failed(), 1);
     let removals = report.removals_by_id();
-    assert!(removals.get(first.as_str()).is_some_and(|r| r.result.is_err()));
-    assert!(removals.get(second.as_str()).is_some_and(|r| r.result.is_ok()));
+    assert!(
+        removals
+            .get(first.as_str())
+            .is_some_and(|r| r.result.is_err())
+    );
+    assert!(
+        removals
+            .get(second.as_str())
+            .is_some_and(|r| r.result.is_ok())
+    );
     assert_eq!(ids(&repo), vec![first]);
 }
 
