@@ -22,12 +22,19 @@ pub enum WardenError {
     #[error(transparent)]
     Repo(#[from] RepoError),
     /// The policy failed (before anything was removed: the job removes only
-    /// what a policy's checked verdicts say).
+    /// what a policy's checked verdicts say). Its message is in this one,
+    /// not a source of it, so that a printed chain says it once.
     #[error("{0}; nothing was removed")]
-    Plugin(#[from] PluginError),
+    Plugin(PluginError),
     /// The first-seen store could not be used.
     #[error(transparent)]
     FirstSeen(#[from] FirstSeenError),
+}
+
+impl From<PluginError> for WardenError {
+    fn from(e: PluginError) -> Self {
+        WardenError::Plugin(e)
+    }
 }
 
 /// What to do about stale locks.
