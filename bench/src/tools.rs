@@ -1,7 +1,7 @@
 //! lockwarden against restic, as whole commands: one-shot unlock, a periodic
 //! round over many repositories, and a check over REST.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -385,29 +385,17 @@ pub struct WatchRun {
 /// (`config`, `keys/`, `locks/`), not restic's 256 empty `data/`
 /// directories.
 pub fn watch_at_scale(n: usize) -> WatchRun {
-    let base = TestRepo::init_local();
-    fill(&base, 1, Ages::AllFresh);
-    let locations: Vec<String> = (0..n)
-        .map(|i| {
-            let to = base.dir.path().join(format!("repo-{i}"));
-            copy_what_a_check_reads(&base.path, &to);
-            to.display().to_string()
-        })
-        .collect();
+    let (base, copies) = template_and_copies(n, "");
+    let locations: Vec<String> = copies.iter().map(|p| p.display().to_string()).collect();
     watch_two_rounds(&base, &locations, &[], None)
 }
 
 /// [`watch_at_scale`] with the `n` repositories in one bucket of moto's S3,
 /// uploaded at once from local copies, and the requests each round makes.
 pub fn watch_at_scale_on_s3(n: usize) -> WatchRun {
-    let base = TestRepo::init_local();
-    fill(&base, 1, Ages::AllFresh);
-    let staging = base.dir.path().join("staging");
-    for i in 0..n {
-        copy_what_a_check_reads(&base.path, &staging.join(format!("repo-{i}")));
-    }
+    let (base, _) = template_and_copies(n, "staging");
     let bucket = Store::S3.new_bucket();
-    bucket.upload(&staging);
+    bucket.upload(&base.dir.path().join("staging"));
     let repos: Vec<TestRepo> = (0..n).map(|i| bucket.repo(&format!("repo-{i}"))).collect();
     let locations: Vec<String> = repos
         .iter()
@@ -418,6 +406,21 @@ pub fn watch_at_scale_on_s3(n: usize) -> WatchRun {
         })
         .collect();
     watch_two_rounds(&base, &locations, &repos[0].env, Some(&bucket))
+}
+
+/// A template repository holding one fresh lock, and `n` copies of what a
+/// check reads from it, `repo-<i>` in its directory's `under`.
+fn template_and_copies(n: usize, under: &str) -> (TestRepo, Vec<PathBuf>) {
+    let base = TestRepo::init_local();
+    fill(&base, 1, Ages::AllFresh);
+    let copies = (0..n)
+        .map(|i| {
+            let to = base.dir.path().join(under).join(format!("repo-{i}"));
+            copy_what_a_check_reads(&base.path, &to);
+            to
+        })
+        .collect();
+    (base, copies)
 }
 
 fn copy_what_a_check_reads(from: &Path, to: &Path) {
