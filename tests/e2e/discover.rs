@@ -7,16 +7,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lockwarden_tests::cloud::{Bucket, S3_ACCESS_KEY_ID, S3_SECRET_KEY, Store};
-use lockwarden_tests::guard::{Guarded, wait_until};
+use lockwarden_tests::discovery::{self, discover_config, pod_in, stop, wait_for, watch};
+use lockwarden_tests::guard::wait_until;
 use lockwarden_tests::kube_emulator::KubeEmulator;
 use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
-use lockwarden_tests::lockwarden;
 use lockwarden_tests::metrics::scrape_until;
 use lockwarden_tests::restic::{PASSWORD, TestRepo, free_port};
 use serde_json::{Value, json};
-
-/// How long a stopped `watch` may take before the test calls it hung.
-const STOP_GUARD: Duration = Duration::from_secs(10);
 
 /// A VolSync ReplicationSource `name` in namespace `app` whose repository
 /// Secret names `repo` (on S3, with its keys), and a running mover pod
@@ -42,77 +39,12 @@ fn volsync_objects(name: &str, repo: &TestRepo, live: &str) -> Value {
 
 /// A running pod `name` in namespace `app`, started an hour ago.
 fn pod(name: &str) -> Value {
-    let started = time_from_now(-3600);
-    json!({"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": name, "namespace": "app"},
-           "spec": {"containers": [{"name": "restic", "image": "restic"}]},
-           "status": {"phase": "Running", "startTime": started,
-                      "containerStatuses": [{"name": "restic", "state": {"running": {"startedAt": started}}}]}})
+    pod_in("app", name)
 }
 
-/// A watch.toml in `dir` with `[discover]` (VolSync only, checks every
-/// second) and `extra` lines.
-fn discover_config(dir: &Path, extra: &str) -> PathBuf {
-    let path = dir.join("watch.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "state_dir = \"{}\"\n{extra}\n[discover]\nvolsync = true\nevery = \"1s\"\ninterval = \"1s\"\ntimeout = \"10s\"\n",
-            dir.join("state").display()
-        ),
-    )
-    .expect("write config");
-    path
-}
-
-/// `watch --config` with the emulator's kubeconfig and no other cluster.
-fn watch(dir: &Path, config: &Path, kubeconfig: &Path, pod_name: &str) -> Guarded {
-    Guarded::spawn(
-        lockwarden(&dir.join("cache"))
-            .args(["watch", "--config"])
-            .arg(config)
-            .env("KUBECONFIG", kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .env("POD_NAMESPACE", "lockwarden")
-            .env("POD_NAME", pod_name),
-    )
-}
-
-/// How long a discovered repository may take to be cleaned before the
-/// test gives up: generous, not a timing assertion.
-const CLEAN_GUARD: Duration = Duration::from_secs(60);
-
-/// Waits until `condition` holds; otherwise stops `watch` and panics with
-/// its log, naming `what`.
-fn wait_for(watch: Guarded, what: &str, mut condition: impl FnMut() -> bool) -> Guarded {
-    let deadline = std::time::Instant::now() + CLEAN_GUARD;
-    while !condition() {
-        if std::time::Instant::now() > deadline {
-            panic!("never happened: {what}; watch's log:\n{}", stop(watch));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    watch
-}
-
-fn stop(watch: Guarded) -> String {
-    watch.signal("TERM");
-    let finished = watch.finish_within(STOP_GUARD, "watch after SIGTERM");
-    finished.stderr
-}
-
-/// The reasons of the Events on the ReplicationSource `name`.
+/// The reasons of the Events on the ReplicationSource `name` in `app`.
 fn event_reasons(kube: &KubeEmulator, name: &str) -> Vec<String> {
-    kube.list("/api/v1/namespaces/app/events")["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| {
-            e["involvedObject"]["name"] == name
-                && e["involvedObject"]["kind"] == "ReplicationSource"
-        })
-        .filter_map(|e| e["reason"].as_str().map(str::to_owned))
-        .collect()
+    discovery::event_reasons(kube, "app", "ReplicationSource", name)
 }
 
 /// A watch started with only `[discover]` finds VolSync's repository from
@@ -304,13 +236,6 @@ impl Sample {
         });
         Sample { repo, gone }
     }
-}
-
-/// A running pod `name` in `namespace`, as [`pod`].
-fn pod_in(namespace: &str, name: &str) -> Value {
-    let mut pod = pod(name);
-    pod["metadata"]["namespace"] = json!(namespace);
-    pod
 }
 
 /// `watch` started with only `[discover]`, all five operators on, over the

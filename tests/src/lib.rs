@@ -5,6 +5,7 @@
 pub mod adversary;
 pub mod backend_suite;
 pub mod cloud;
+pub mod discovery;
 pub mod fake_rest;
 pub mod fault_proxy;
 pub mod guard;
