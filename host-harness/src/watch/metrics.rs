@@ -66,6 +66,25 @@ pub struct RepoSinkResult {
     pub result: String,
 }
 
+/// A discovered repository that is not watched, and its operator.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NotWatched {
+    /// Its name (`namespace/Kind/name`).
+    pub repository: String,
+    /// `velero`, `stash`, `kubestash`, `k8up` or `volsync`.
+    pub operator: String,
+}
+
+impl NotWatched {
+    /// The labels of repository `name`, found through `operator`.
+    pub fn of(name: &str, operator: super::discover::Operator) -> NotWatched {
+        NotWatched {
+            repository: name.to_owned(),
+            operator: operator.name().to_owned(),
+        }
+    }
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// Every metric `watch` exports.
@@ -95,6 +114,9 @@ pub struct Metrics {
     pub notifications_sent: Family<RepoSinkResult, Counter>,
     /// Notifications dropped because the queue was full.
     pub notifications_dropped: Family<Repo, Counter>,
+    /// Discovered repositories refused (1 while refused; why is in the log
+    /// and the object's Events).
+    pub not_watched: Family<NotWatched, Gauge>,
 }
 
 impl Default for Metrics {
@@ -126,6 +148,7 @@ impl Metrics {
             shadow_errors: Family::default(),
             notifications_sent: Family::default(),
             notifications_dropped: Family::default(),
+            not_watched: Family::default(),
         };
         registry.register("locks", help::LOCKS, m.locks.clone());
         registry.register(
@@ -178,6 +201,11 @@ impl Metrics {
             "notifications_dropped",
             "Notifications dropped because too many were waiting to be sent",
             m.notifications_dropped.clone(),
+        );
+        registry.register(
+            "discovered_not_watched",
+            "Repositories discovery found but does not watch (1 each; the reason is in the log and an Event on the object)",
+            m.not_watched.clone(),
         );
         Metrics { registry, ..m }
     }

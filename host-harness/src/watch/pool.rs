@@ -3,23 +3,28 @@
 //! restarted (their object or Secret changed) and stopped as discovery's
 //! rounds find them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
 use super::config::WatchedRepository;
-use super::discover::{ClusterView, Discovery, Operator, Template, Unusable};
+use super::discover::{ClusterView, Discovery, Operator, Owner, Template, Unusable};
+use super::fair_share;
+use super::metrics::NotWatched;
+use super::notify::kubernetes::KubernetesSink;
 use super::schedule::Schedule;
 use super::{Shared, WatchError, Watched, leader, load_once};
 use crate::kubernetes::Kubernetes;
-use crate::limits;
 use crate::repo::PasswordSource;
 use crate::repository_settings::{EnforcedSettings, SettingsRefused};
 use crate::runtime::{Policy, PolicySource};
 use crate::stop::Stop;
 use crate::text::escape;
 use crate::warden::Warden;
+
+/// The most Events on refused objects posted in one namespace per round.
+const EVENTS_PER_NAMESPACE: usize = 10;
 
 /// One running repository.
 struct Running {
@@ -29,6 +34,29 @@ struct Running {
     fingerprint: [u8; 32],
     /// The operator it was found through; `None` for a fixed one.
     operator: Option<Operator>,
+    /// Its object's namespace; `None` for a fixed one.
+    namespace: Option<String>,
+}
+
+/// A usable discovered repository, before its namespace's share is known.
+struct Candidate {
+    operator: Operator,
+    owner: Owner,
+    repo: WatchedRepository,
+}
+
+/// An operator whose objects were listed this round, and the namespaces
+/// whose objects could not be read.
+type Listed = (Operator, BTreeMap<String, String>);
+
+/// Why an object is not watched, as last said.
+struct Refusal {
+    operator: Operator,
+    /// Where its Event goes.
+    owner: Owner,
+    why: String,
+    /// Whether its Event was posted.
+    told: bool,
 }
 
 /// The running repositories and the policies they share.
@@ -37,9 +65,9 @@ pub struct Pool {
     schedule: Arc<Schedule>,
     policies: HashMap<PolicySource, Arc<Policy>>,
     running: HashMap<String, Running>,
-    /// Why each unusable object was last refused (and through which
-    /// operator), so a reason is logged when it changes, not at every round.
-    refused: HashMap<String, (Operator, String)>,
+    /// Why each unusable object was last refused, so a reason is logged
+    /// and told when it changes, not at every round.
+    refused: HashMap<String, Refusal>,
 }
 
 impl Pool {
@@ -89,6 +117,7 @@ impl Pool {
                 stop: stop.clone(),
                 fingerprint,
                 operator,
+                namespace: repo.owner.as_ref().map(|o| o.namespace.clone()),
             },
         );
         let watched = Watched::new(repo, warden, &self.shared, stop);
@@ -121,8 +150,11 @@ impl Pool {
     }
 
     /// One round of discovery: repositories found are started (or
-    /// restarted when changed), those gone or now unusable are stopped; an
-    /// operator whose objects cannot be listed keeps its repositories.
+    /// restarted when changed), within each namespace's fair share of
+    /// `max_repositories` ([`fair_share`]); those gone or
+    /// now unusable are stopped. An operator whose objects cannot be listed
+    /// keeps its repositories, and so does a namespace whose objects could
+    /// not be read.
     fn round(&mut self, discovery: &Discovery, template: &Template) {
         let timeout = template.timeout.get();
         let client = match Kubernetes::shared(timeout) {
@@ -132,7 +164,10 @@ impl Pool {
                 return;
             }
         };
-        let view = ClusterView::new(&client, timeout, &discovery.namespaces);
+        let view = ClusterView::new(&client, timeout, &discovery.access);
+        let mut usable = Vec::new();
+        let mut listed = Vec::new();
+        let mut seen = HashSet::new();
         for round in discovery.round(&view) {
             let found = match round.found {
                 Ok(found) => found,
@@ -145,91 +180,257 @@ impl Pool {
                     continue;
                 }
             };
-            let mut seen = Vec::new();
-            for one in found {
-                let watched = one.and_then(|d| template.watched(d));
-                seen.push(self.settle(watched, round.operator));
+            for (namespace, why) in &round.blind {
+                tracing::error!(
+                    "discovery: the {} objects of namespace {} cannot be read; its repositories are left as they were: {}",
+                    round.operator.name(),
+                    escape(namespace),
+                    escape(why)
+                );
             }
-            self.retire_unseen(round.operator, &seen);
+            for one in found {
+                match one.and_then(|d| template.watched(d)) {
+                    Ok(repo) => {
+                        if let Some(owner) = repo.owner.clone() {
+                            usable.push(Candidate {
+                                operator: round.operator,
+                                owner,
+                                repo,
+                            });
+                        }
+                    }
+                    Err(unusable) => {
+                        seen.insert(unusable.name.clone());
+                        self.refuse(&unusable, round.operator, unusable.why.clone());
+                    }
+                }
+            }
+            listed.push((round.operator, round.blind));
         }
+        seen.extend(self.admit(usable, &listed, discovery.max_repositories));
+        for (operator, blind) in &listed {
+            self.retire_unseen(*operator, &seen, blind);
+        }
+        self.tell_refusals(timeout);
     }
 
-    /// Starts, restarts or stops one discovered repository; its name.
-    fn settle(
-        &mut self,
-        watched: Result<WatchedRepository, Unusable>,
-        operator: Operator,
-    ) -> String {
-        let repo = match watched {
-            Ok(repo) => repo,
-            Err(Unusable { name, why }) => {
-                self.refuse(&name, operator, why);
-                return name;
+    /// Starts the usable repositories that fit their namespace's fair
+    /// share, refuses the others; the names of all.
+    fn admit(&mut self, mut usable: Vec<Candidate>, listed: &[Listed], cap: usize) -> Vec<String> {
+        let (demand, mut left) = self.shares(&usable, listed, cap);
+        // Those already watched keep their slots first, then by name.
+        usable.sort_by_cached_key(|c| {
+            (
+                !self.running.contains_key(&c.repo.name),
+                c.repo.name.clone(),
+            )
+        });
+        let mut names = Vec::new();
+        for Candidate {
+            operator,
+            owner,
+            repo,
+        } in usable
+        {
+            names.push(repo.name.clone());
+            match left.get_mut(&owner.namespace) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    self.settle(repo, owner, operator);
+                }
+                _ => {
+                    let why = format!(
+                        "namespace {} has more discovered repositories ({}) than its fair share \
+                         of the {} one watch takes, which the other namespaces keep",
+                        escape(&owner.namespace),
+                        demand.get(&owner.namespace).copied().unwrap_or_default(),
+                        cap
+                    );
+                    self.refuse(
+                        &Unusable {
+                            name: repo.name,
+                            owner: Box::new(owner),
+                            why: why.clone(),
+                        },
+                        operator,
+                        why,
+                    );
+                }
             }
-        };
-        let name = repo.name.clone();
-        let discovered = self
-            .running
-            .values()
-            .filter(|r| r.operator.is_some())
-            .count();
-        if !self.running.contains_key(&name) && discovered >= limits::DISCOVERED_REPOSITORIES {
-            let why = format!(
-                "{} discovered repositories are watched already, the most one watch does; \
-                 give replicas their own namespaces to watch",
-                limits::DISCOVERED_REPOSITORIES
-            );
-            self.refuse(&name, operator, why);
-            return name;
         }
+        names
+    }
+
+    /// How many repositories each namespace asks for this round, and how
+    /// many more of them it may watch: its fair share, less those running
+    /// that this round cannot see (their operator or namespace unreadable),
+    /// which keep their slots.
+    fn shares(
+        &self,
+        usable: &[Candidate],
+        listed: &[Listed],
+        cap: usize,
+    ) -> (BTreeMap<String, usize>, BTreeMap<String, usize>) {
+        let unseen = |r: &&Running| match listed.iter().find(|(op, _)| Some(*op) == r.operator) {
+            None => r.operator.is_some(),
+            Some((_, blind)) => r
+                .namespace
+                .as_ref()
+                .is_some_and(|ns| blind.contains_key(ns)),
+        };
+        let kept: Vec<&str> = (self.running.values().filter(unseen))
+            .filter_map(|r| r.namespace.as_deref())
+            .collect();
+        let mut demand: BTreeMap<String, usize> = BTreeMap::new();
+        let asking = usable.iter().map(|c| c.owner.namespace.as_str());
+        for namespace in kept.iter().copied().chain(asking) {
+            *demand.entry(namespace.to_owned()).or_default() += 1;
+        }
+        let mut left = fair_share::shares(&demand, cap);
+        for namespace in kept {
+            if let Some(n) = left.get_mut(namespace) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        (demand, left)
+    }
+
+    /// Starts or restarts one usable discovered repository.
+    fn settle(&mut self, repo: WatchedRepository, owner: Owner, operator: Operator) {
+        let name = repo.name.clone();
         match self.running.get(&name) {
             Some(running) if running.operator.is_none() => {
-                self.refuse(&name, operator, "a [[repository]] has the same name".into());
-                return name;
+                let why = "a [[repository]] has the same name".to_owned();
+                self.refuse(
+                    &Unusable {
+                        name,
+                        owner: Box::new(owner),
+                        why: why.clone(),
+                    },
+                    operator,
+                    why,
+                );
+                return;
             }
-            Some(running) if running.fingerprint == fingerprint(&repo) => return name,
+            Some(running) if running.fingerprint == fingerprint(&repo) => return,
             Some(_) => self.retire(&name, "its object or Secret changed"),
             None => {}
         }
         match self.warden(&repo) {
             Ok(warden) => {
-                self.refused.remove(&name);
+                self.forgive(&name);
                 tracing::info!(repository = %escape(&name), "discovered; watching it");
                 let stop = Arc::new(Stop::default());
                 // Dropped from the schedule when next due after it is stopped.
                 self.launch(repo, warden, stop, Some(operator));
             }
-            Err(e) => self.refuse(&name, operator, e.to_string()),
+            Err(e) => {
+                let why = e.to_string();
+                self.refuse(
+                    &Unusable {
+                        name,
+                        owner: Box::new(owner),
+                        why: why.clone(),
+                    },
+                    operator,
+                    why,
+                );
+            }
         }
-        name
     }
 
-    /// Logs (once per reason) why `name` is not watched, and stops it if it
-    /// was.
-    fn refuse(&mut self, name: &str, operator: Operator, why: String) {
+    /// Logs (once per reason) why `unusable` is not watched, counts it in
+    /// the metrics and stops it if it was; its Event follows
+    /// ([`Pool::tell_refusals`]).
+    fn refuse(&mut self, unusable: &Unusable, operator: Operator, why: String) {
+        let name = unusable.name.as_str();
         if self.running.get(name).is_some_and(|r| r.operator.is_some()) {
             self.retire(name, "it can no longer be watched");
         }
-        if self.refused.get(name).map(|(_, was)| was) != Some(&why) {
+        if self.refused.get(name).map(|r| &r.why) != Some(&why) {
             tracing::error!(repository = %escape(name), "not watched: {}", escape(&why));
-            self.refused.insert(name.to_owned(), (operator, why));
+            self.shared
+                .metrics
+                .not_watched
+                .get_or_create(&NotWatched::of(name, operator))
+                .set(1);
+            let refusal = Refusal {
+                operator,
+                owner: (*unusable.owner).clone(),
+                why,
+                told: false,
+            };
+            self.refused.insert(name.to_owned(), refusal);
+        }
+    }
+
+    /// `name` is watched now: no longer refused.
+    fn forgive(&mut self, name: &str) {
+        if let Some(refusal) = self.refused.remove(name) {
+            self.shared
+                .metrics
+                .not_watched
+                .remove(&NotWatched::of(name, refusal.operator));
+        }
+    }
+
+    /// Posts the Event of each refusal not yet told on its object, at most
+    /// [`EVENTS_PER_NAMESPACE`] per namespace and round (a namespace with
+    /// many refused objects cannot hold the round), the others at the next.
+    fn tell_refusals(&mut self, timeout: std::time::Duration) {
+        let mut told: HashMap<String, usize> = HashMap::new();
+        for refusal in self.refused.values_mut().filter(|r| !r.told) {
+            let count = told.entry(refusal.owner.namespace.clone()).or_default();
+            if *count >= EVENTS_PER_NAMESPACE {
+                continue;
+            }
+            *count += 1;
+            refusal.told = true;
+            let sink = KubernetesSink::new(refusal.owner.clone(), timeout);
+            if let Err(e) = sink.not_watched(&refusal.why) {
+                tracing::warn!(
+                    "cannot post the Event of a refused object {}: {}",
+                    escape(&refusal.owner.label()),
+                    escape(&e)
+                );
+            }
         }
     }
 
     /// Stops the repositories of `operator` that its last round did not
-    /// find (their object is gone).
-    fn retire_unseen(&mut self, operator: Operator, seen: &[String]) {
+    /// find (their object is gone), but for those in the namespaces it
+    /// could not read (`blind`).
+    fn retire_unseen(
+        &mut self,
+        operator: Operator,
+        seen: &HashSet<String>,
+        blind: &BTreeMap<String, String>,
+    ) {
+        let in_blind = |ns: &Option<String>| ns.as_ref().is_some_and(|ns| blind.contains_key(ns));
         let gone: Vec<String> = self
             .running
             .iter()
-            .filter(|(name, r)| r.operator == Some(operator) && !seen.contains(name))
+            .filter(|(name, r)| {
+                r.operator == Some(operator) && !seen.contains(*name) && !in_blind(&r.namespace)
+            })
             .map(|(name, _)| name.clone())
             .collect();
         for name in gone {
             self.retire(&name, "its object is gone");
         }
-        self.refused
-            .retain(|name, (of, _)| *of != operator || seen.contains(name));
+        let forgotten: Vec<String> = self
+            .refused
+            .iter()
+            .filter(|(name, r)| {
+                r.operator == operator
+                    && !seen.contains(*name)
+                    && !blind.contains_key(&r.owner.namespace)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in forgotten {
+            self.forgive(&name);
+        }
     }
 
     fn retire(&mut self, name: &str, why: &str) {

@@ -1,9 +1,10 @@
 //! What discovery reads of the cluster, per round: the operators' objects
 //! (cluster-wide lists, kept to the namespaces asked for) and the values of
-//! the Secrets they name (each Secret read once per round).
+//! the Secrets they name (each Secret read once per round), each reference
+//! checked by [`Access`] before anything is read.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use base64::Engine;
@@ -11,60 +12,96 @@ use serde_json::Value;
 
 use crate::kubernetes::{KubeError, Kubernetes, is_object_name};
 
-use super::Namespaces;
+use super::access::Access;
 
 /// One round's view of the cluster.
 pub struct ClusterView<'a> {
     client: &'a Kubernetes,
     timeout: Duration,
-    namespaces: &'a Namespaces,
+    access: &'a Access,
     secrets: RefCell<HashMap<(String, String), Result<Value, String>>>,
+    /// The namespaces whose objects a list since the last
+    /// [`ClusterView::take_blind`] could not hold, and why.
+    blind: RefCell<BTreeMap<String, String>>,
 }
 
 impl<'a> ClusterView<'a> {
-    /// A view through `client`, each request within `timeout`.
-    pub fn new(client: &'a Kubernetes, timeout: Duration, namespaces: &'a Namespaces) -> Self {
+    /// A view through `client`, each request within `timeout`, reading what
+    /// `access` allows.
+    pub fn new(client: &'a Kubernetes, timeout: Duration, access: &'a Access) -> Self {
         ClusterView {
             client,
             timeout,
-            namespaces,
+            access,
             secrets: RefCell::new(HashMap::new()),
+            blind: RefCell::new(BTreeMap::new()),
         }
     }
 
     /// Every object of `plural` in `group_version` (`velero.io/v1`) in the
     /// namespaces asked for. A kind the cluster does not serve (404: its
     /// operator, or that version of it, is not installed) has no objects;
-    /// a refusal or any other failure fails the whole kind.
+    /// a refusal or any other failure fails the whole kind. A namespace
+    /// whose objects the list could not hold (too many, too large) has
+    /// none here and is kept for [`ClusterView::take_blind`].
     pub fn objects(&self, group_version: &str, plural: &str) -> Result<Vec<Value>, KubeError> {
         let path = format!("/apis/{group_version}/{plural}");
-        let items = match self.client.list(self.timeout, &path) {
+        let listing = match self.client.list(self.timeout, &path) {
             Err(e) if e.code() == Some(404) => {
                 tracing::debug!("{group_version} {plural}: not served by this cluster");
-                Vec::new()
+                return Ok(Vec::new());
             }
             other => other?,
         };
-        Ok(items
+        let included = |ns: &str| self.access.namespaces.includes(ns);
+        let mut blind = self.blind.borrow_mut();
+        for (namespace, why) in listing.failed.into_iter().filter(|(ns, _)| included(ns)) {
+            blind
+                .entry(namespace)
+                .or_insert_with(|| format!("its {plural}: {why}"));
+        }
+        Ok(listing
+            .items
             .into_iter()
-            .filter(|item| {
-                item.pointer("/metadata/namespace")
-                    .and_then(Value::as_str)
-                    .is_some_and(|ns| self.namespaces.includes(ns))
-            })
+            .filter(|item| text(item, "/metadata/namespace").is_some_and(included))
             .collect())
     }
 
-    /// Key `key` of Secret `name` in `namespace`, as text. The error says
-    /// which Secret and key and why, never a value.
+    /// The namespaces whose objects could not be read since the last call,
+    /// with why: their repositories are left as they were.
+    pub fn take_blind(&self) -> BTreeMap<String, String> {
+        std::mem::take(&mut self.blind.borrow_mut())
+    }
+
+    /// Whether an object in `from` may name `what` in `to` ([`Access::check`]).
+    pub fn may_name(&self, from: &str, to: &str, what: &str, granted: bool) -> Result<(), String> {
+        self.access.check(from, to, what, granted)
+    }
+
+    /// Key `key` of Secret `name` in `namespace`, named by an object of the
+    /// same namespace, as text. The error says which Secret and key and
+    /// why, never a value.
     pub fn secret_value(&self, namespace: &str, name: &str, key: &str) -> Result<String, String> {
+        self.named_secret_value(namespace, namespace, name, key)
+    }
+
+    /// Key `key` of Secret `name` in `namespace`, named by an object in
+    /// `from`: read only when [`Access`] allows it (no operator grants
+    /// Secrets to other namespaces).
+    pub fn named_secret_value(
+        &self,
+        from: &str,
+        namespace: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<String, String> {
         let shown = format!(
             "key {} of Secret {}/{}",
             crate::text::escape(key),
             crate::text::escape(namespace),
             crate::text::escape(name)
         );
-        let secret = self.secret(namespace, name)?;
+        let secret = self.secret(from, namespace, name)?;
         let encoded = secret
             .pointer("/data")
             .and_then(|data| data.get(key))
@@ -83,7 +120,7 @@ impl<'a> ClusterView<'a> {
         namespace: &str,
         name: &str,
     ) -> Result<Vec<(String, String)>, String> {
-        let secret = self.secret(namespace, name)?;
+        let secret = self.secret(namespace, namespace, name)?;
         let keys: Vec<String> = secret
             .pointer("/data")
             .and_then(Value::as_object)
@@ -98,7 +135,11 @@ impl<'a> ClusterView<'a> {
             .collect())
     }
 
-    fn secret(&self, namespace: &str, name: &str) -> Result<Value, String> {
+    /// Secret `name` in `namespace`, named by an object in `from`: what
+    /// [`Access`] allows, asked before anything is read.
+    fn secret(&self, from: &str, namespace: &str, name: &str) -> Result<Value, String> {
+        let what = format!("Secret {}", crate::text::escape(name));
+        self.access.check(from, namespace, &what, false)?;
         let slot = (namespace.to_owned(), name.to_owned());
         if let Some(known) = self.secrets.borrow().get(&slot) {
             return known.clone();

@@ -11,6 +11,8 @@
 //! volsync = true                # ReplicationSource and ReplicationDestination
 //! namespaces = ["team-a"]       # optional: only these namespaces
 //! exclude_namespaces = ["dev"]  # optional
+//! single_tenant = false         # true: objects may name other namespaces' Secrets
+//! max_repositories = 1000       # shared fairly between namespaces (at most 1000)
 //! every = "1m"                  # how often the objects are read again
 //! interval = "5m"               # each repository's check interval
 //! timeout = "60s"               # per request
@@ -23,7 +25,9 @@
 //! error on that repository alone, never a guess; a kind that cannot be
 //! listed (not installed, refused) leaves its repositories as they were.
 
+mod access;
 mod api;
+mod location;
 mod operators;
 mod settings;
 
@@ -32,6 +36,7 @@ use std::time::Duration;
 
 use regex::Regex;
 
+pub use access::Access;
 pub use api::ClusterView;
 pub use operators::Operator;
 pub use settings::{DiscoverEntry, Template};
@@ -142,8 +147,10 @@ pub type Found = Result<Discovered, Unusable>;
 /// An object whose repository cannot be watched, and why (never a secret).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unusable {
-    /// The object's `namespace/Kind/name` ([`Owner::label`]).
+    /// The object's `namespace/Kind/name` ([`Owner::label`]), and `/part`.
     pub name: String,
+    /// The object, where its Event goes (boxed: a `Found` stays small).
+    pub owner: Box<Owner>,
     /// Why.
     pub why: String,
 }
@@ -153,8 +160,10 @@ pub struct Unusable {
 pub struct Discovery {
     /// The operators looked at.
     pub operators: Vec<Operator>,
-    /// Where.
-    pub namespaces: Namespaces,
+    /// Where, and what an object may name ([`Access`]).
+    pub access: Access,
+    /// The most repositories watched, shared fairly between namespaces.
+    pub max_repositories: usize,
     /// How often.
     pub every: Duration,
     /// Replaces every operator's pod names, when given.
@@ -168,6 +177,9 @@ pub struct Round {
     pub operator: Operator,
     /// Its repositories and unusable objects, or the listing's failure.
     pub found: Result<Vec<Found>, String>,
+    /// The namespaces whose objects could not be read, and why: their
+    /// repositories of this operator are left as they were.
+    pub blind: BTreeMap<String, String>,
 }
 
 impl Discovery {
@@ -180,9 +192,13 @@ impl Discovery {
     pub fn round(&self, view: &ClusterView<'_>) -> Vec<Round> {
         self.operators
             .iter()
-            .map(|&operator| Round {
-                operator,
-                found: operator.find(view).map(|found| self.settle(found)),
+            .map(|&operator| {
+                let found = operator.find(view).map(|found| self.settle(found));
+                Round {
+                    operator,
+                    found,
+                    blind: view.take_blind(),
+                }
             })
             .collect()
     }

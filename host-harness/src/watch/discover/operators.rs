@@ -139,6 +139,7 @@ const SCHEMES: [(&str, &[&str]); 4] = [
 fn discovered(owner: Owner, parts: Result<Parts, String>) -> Found {
     let unusable = |owner: Owner, why: String| Unusable {
         name: owner.label(),
+        owner: Box::new(owner),
         why,
     };
     let parts = match parts {
@@ -146,6 +147,9 @@ fn discovered(owner: Owner, parts: Result<Parts, String>) -> Found {
         Err(why) => return Err(unusable(owner, why)),
     };
     if let Err(why) = credentials(&parts) {
+        return Err(unusable(owner, why));
+    }
+    if let Err(why) = super::location::check(&parts.location, &parts.variables) {
         return Err(unusable(owner, why));
     }
     if parts.password.is_empty() {

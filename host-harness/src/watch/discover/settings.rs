@@ -6,7 +6,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde::Deserialize;
 
-use super::{Discovered, Discovery, Namespaces, Operator, Unusable};
+use super::{Access, Discovered, Discovery, Namespaces, Operator, Unusable};
 use crate::evidence::{EvidenceConfig, InventorySource};
 use crate::repo::PasswordSource;
 use crate::repo::backend::Variables;
@@ -34,6 +34,9 @@ pub struct DiscoverEntry {
     namespaces: Vec<String>,
     #[serde(default)]
     exclude_namespaces: Vec<String>,
+    #[serde(default)]
+    single_tenant: bool,
+    max_repositories: Option<usize>,
     every: Option<String>,
     interval: Option<String>,
     timeout: Option<String>,
@@ -103,11 +106,24 @@ impl DiscoverEntry {
             })?),
             None => None,
         };
+        let max_repositories = self
+            .max_repositories
+            .unwrap_or(crate::limits::DISCOVERED_REPOSITORIES);
+        if max_repositories == 0 || max_repositories > crate::limits::DISCOVERED_REPOSITORIES {
+            return Err(format!(
+                "max_repositories must be from 1 to {}",
+                crate::limits::DISCOVERED_REPOSITORIES
+            ));
+        }
         let discovery = Discovery {
+            max_repositories,
             operators,
-            namespaces: Namespaces {
-                only: self.namespaces.clone(),
-                except: self.exclude_namespaces.clone(),
+            access: Access {
+                namespaces: Namespaces {
+                    only: self.namespaces.clone(),
+                    except: self.exclude_namespaces.clone(),
+                },
+                single_tenant: self.single_tenant,
             },
             every,
             inventory_hosts,
@@ -138,6 +154,7 @@ impl Template {
     pub fn watched(&self, found: Discovered) -> Result<WatchedRepository, Unusable> {
         let location = Location::parse(&found.location).map_err(|e| Unusable {
             name: found.name(),
+            owner: Box::new(found.owner.clone()),
             why: format!("its repository: {e}"),
         })?;
         let timeout = self.timeout;
@@ -150,9 +167,12 @@ impl Template {
                 timeout,
                 evidence: EvidenceConfig {
                     trust_local_pids: false,
-                    inventory: found
-                        .hosts
-                        .map(|hosts| (InventorySource::Kubernetes, hosts)),
+                    // The operator runs restic in its object's namespace:
+                    // only that namespace's pods answer for its locks.
+                    inventory: found.hosts.map(|hosts| {
+                        let namespace = Some(found.owner.namespace.clone());
+                        (InventorySource::Kubernetes { namespace }, hosts)
+                    }),
                     timeout: timeout.get(),
                 },
                 policy: self.policy.clone(),

@@ -6,7 +6,9 @@
 //! `Restic`; WalG, Medusa and the others are not restic). Its password is
 //! `RESTIC_PASSWORD` in `spec.encryptionSecret`; the storage's keys are in
 //! the Secret the BackupStorage names (`secretName`), in the
-//! BackupStorage's namespace. The pods restic runs in follow no documented
+//! BackupStorage's namespace. A BackupStorage of another namespace is used
+//! only where its `usagePolicy` allows the Repository's namespace, and an
+//! encryption Secret of another namespace not at all ([`super::super::access`]). The pods restic runs in follow no documented
 //! pattern, so pods are no evidence for these (unless `inventory_hosts`
 //! says which they are); their locks are judged by their age.
 
@@ -15,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::super::Found;
+use super::super::access;
 use super::super::api::{ClusterView, text};
 use super::{Parts, clean_join, discovered, owner};
 
@@ -67,17 +70,26 @@ fn parts(
 ) -> Result<Vec<Parts>, String> {
     let storage_name = text(object, "/spec/storageRef/name").ok_or("it has no spec.storageRef")?;
     let storage_ns = text(object, "/spec/storageRef/namespace").unwrap_or(namespace);
-    let storage = storages
-        .iter()
-        .find(|s| {
-            text(s, "/metadata/namespace") == Some(storage_ns)
-                && text(s, "/metadata/name") == Some(storage_name)
-        })
-        .ok_or_else(|| format!("its BackupStorage {storage_ns}/{storage_name} does not exist"))?;
+    let storage = storages.iter().find(|s| {
+        text(s, "/metadata/namespace") == Some(storage_ns)
+            && text(s, "/metadata/name") == Some(storage_name)
+    });
+    // One answer whether it is missing or refuses this namespace: a
+    // refusal must not tell another namespace's storages apart.
+    let what = format!("BackupStorage {}", crate::text::escape(storage_name));
+    let granted = storage.is_some_and(|s| access::granted(s, namespace));
+    view.may_name(namespace, storage_ns, &what, granted)?;
+    let storage = storage.ok_or_else(|| {
+        format!(
+            "its BackupStorage {}/{} does not exist",
+            crate::text::escape(storage_ns),
+            crate::text::escape(storage_name)
+        )
+    })?;
     let secret_ns = text(object, "/spec/encryptionSecret/namespace").unwrap_or(namespace);
     let secret =
         text(object, "/spec/encryptionSecret/name").ok_or("it has no spec.encryptionSecret")?;
-    let password = view.secret_value(secret_ns, secret, "RESTIC_PASSWORD")?;
+    let password = view.named_secret_value(namespace, secret_ns, secret, "RESTIC_PASSWORD")?;
     let (base, variables) = backend(view, storage, storage_ns)?;
     let repo_path = text(object, "/spec/path").unwrap_or("");
     Ok(paths
