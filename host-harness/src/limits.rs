@@ -52,7 +52,8 @@ pub const KUBERNETES_ITEMS: usize = 100_000;
 /// file may be): more is an error.
 pub const KUBERNETES_LIST: usize = 128 * 1024 * 1024;
 /// Repositories one `watch` discovers and watches at most (and a thread
-/// each for their notifications); the others are reported, not watched.
+/// each for their notifications), shared fairly between namespaces
+/// (watch/fair_share.rs); watch.toml's `max_repositories` may lower it.
 pub const DISCOVERED_REPOSITORIES: usize = 1000;
 /// The threads of `watch` that check repositories, each taking the one due
 /// first: a check waiting on a slow or unreachable store (each call has its
@@ -100,3 +101,25 @@ pub const NOTIFY_QUEUE: usize = 64;
 /// Lock and file ids (and holders) a repository remembers having notified
 /// about; pruned at every check to those still present.
 pub const NOTIFIED_IDS: usize = LISTING_ENTRIES;
+/// How long one check in `watch` may take, in its repository's `timeout`s
+/// (4 minutes at the default 60 s, less than the default interval): no call
+/// to the storage and no removal is begun after that, so a check ends at
+/// most one call's timeout later, failed, whatever its storage does. A
+/// repository too large to read in that time is read across checks (the
+/// locks read are kept).
+pub const CHECK_TIMEOUTS: u32 = 4;
+/// Checks of one tenant (the namespace of a discovered repository's object)
+/// in flight at once: a quarter of [`WATCH_WORKERS`], so that up to three
+/// tenants whose storage never answers leave a quarter of the workers to
+/// everyone else, and a tenant with many repositories still has eight at a
+/// time. A `[[repository]]` of watch.toml belongs to no tenant and is not
+/// held back.
+pub const TENANT_WORKERS: usize = WATCH_WORKERS / 4;
+/// Items of one namespace in one Kubernetes list: a quarter of
+/// [`KUBERNETES_ITEMS`]. A namespace with more is left out of the list and
+/// reported (its repositories are blind, its pods unknown), the others kept.
+pub const KUBERNETES_NAMESPACE_ITEMS: usize = KUBERNETES_ITEMS / 4;
+/// Bytes of one namespace's items in one Kubernetes list: a quarter of
+/// [`KUBERNETES_LIST`] (about 3,000 pods of 10 KiB, or 22 objects of the
+/// API's largest). Over it, as [`KUBERNETES_NAMESPACE_ITEMS`].
+pub const KUBERNETES_NAMESPACE_LIST: usize = KUBERNETES_LIST / 4;

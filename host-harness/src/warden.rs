@@ -9,7 +9,7 @@ use crate::contract::{self, Verdict};
 use crate::evidence::{Evidence, EvidenceConfig, Observations, OwnChildren, Remembered};
 use crate::first_seen::{FirstSeenError, FirstSeenStore};
 use crate::repo::backend::Removal;
-use crate::repo::{ForeignFile, RepoError, Repository};
+use crate::repo::{Deadline, ForeignFile, RepoError, Repository};
 use crate::runtime::{LogLine, PluginError, Policy, Runtime, Subject, Verdicts};
 
 mod shadow;
@@ -126,27 +126,43 @@ impl Report {
     pub fn removals_by_id(&self) -> std::collections::HashMap<&str, &RemovalResult> {
         self.removals.iter().map(|r| (r.id.as_str(), r)).collect()
     }
+
+    /// Why removals were left undone, when the job's deadline passed before
+    /// it had begun each one (the first such removal's error).
+    pub fn out_of_time(&self) -> Option<&RepoError> {
+        self.removals.iter().find_map(|r| match &r.result {
+            Err(e @ RepoError::DeadlinePassed { .. }) => Some(e),
+            _ => None,
+        })
+    }
 }
 
 impl Warden {
     /// The whole job on `repo`: judge, then remove what is stale if `act`
     /// says so. A backend that cannot remove fails the job before anything
-    /// is removed, and only when something is stale.
+    /// is removed, and only when something is stale. No deadline: the
+    /// commands run one job, which each call's timeout bounds and whoever
+    /// started it can stop.
     pub fn run(&self, repo: &Repository, act: Act) -> Result<Report, WardenError> {
-        self.run_then(repo, || act)
+        self.run_then(repo, Deadline::NONE, || act)
     }
 
-    /// [`Warden::run`], with what to do decided by `act` once the locks
-    /// are judged (`watch` asks whether this replica still leads).
+    /// [`Warden::run`] within `deadline`, with what to do decided by `act`
+    /// once the locks are judged (`watch` asks whether this replica still
+    /// leads). Nothing is begun after the deadline: a read not begun fails
+    /// the job before anything is judged; a removal not begun is reported
+    /// as not done ([`Report::out_of_time`]); a removal begun ends within
+    /// its call's timeout.
     pub fn run_then(
         &self,
         repo: &Repository,
+        deadline: Deadline,
         act: impl FnOnce() -> Act,
     ) -> Result<Report, WardenError> {
-        let assessment = self.assess(repo)?;
+        let assessment = self.assess(repo, deadline)?;
         let act = act();
         let removals = match act {
-            Act::Remove => self.remove_stale(repo, &assessment)?,
+            Act::Remove => self.remove_stale(repo, &assessment, deadline)?,
             Act::Judge => Vec::new(),
         };
         Ok(Report {
@@ -161,9 +177,10 @@ impl Warden {
     /// read once the listing is done, and evidence is gathered after that,
     /// so that every answer is about a moment after each lock was seen.
     /// A shadow policy then judges the same request at the same `now` with
-    /// the same evidence answers; its failure fails nothing.
-    pub fn assess(&self, repo: &Repository) -> Result<Assessment, WardenError> {
-        let mut set = repo.read_locks()?;
+    /// the same evidence answers; its failure fails nothing. The read
+    /// fails when `deadline` passes before it is done.
+    pub fn assess(&self, repo: &Repository, deadline: Deadline) -> Result<Assessment, WardenError> {
+        let mut set = repo.read_locks_within(deadline)?;
         let now = crate::time::now();
         if let Some(store) = &self.first_seen {
             store.observe(&repo.config().id, &mut set, now)?;
@@ -235,18 +252,20 @@ impl Warden {
     /// is one that was read and evaluated. Keeps going past a failed
     /// removal, so one bad file does not leave the others in place; what
     /// each removal did is the repository's to say
-    /// ([`Repository::remove_locks`]).
+    /// ([`Repository::remove_locks_within`], which begins none after
+    /// `deadline`).
     pub fn remove_stale(
         &self,
         repo: &Repository,
         assessment: &Assessment,
+        deadline: Deadline,
     ) -> Result<Vec<RemovalResult>, WardenError> {
         let stale: Vec<(Subject<'_>, &Verdict)> = assessment.verdicts.stale().collect();
         if !stale.is_empty() {
             repo.check_removable()?;
         }
         let ids: Vec<&str> = stale.iter().map(|(subject, _)| subject.id()).collect();
-        let outcomes = repo.remove_locks(&ids);
+        let outcomes = repo.remove_locks_within(&ids, deadline);
         Ok(stale
             .iter()
             .zip(outcomes)

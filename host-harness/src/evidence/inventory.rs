@@ -13,14 +13,21 @@
 //!   counts by its modification time). Otherwise absence is `unknown`;
 //! - a pod that Succeeded or Failed is `dead`;
 //! - a pod started after the lock was written is `dead` (it was recreated),
-//!   and so is one whose containers all started after it (restarted), each
-//!   with a few seconds' tolerance for clocks;
+//!   and so is one whose containers that could hold the lock all started
+//!   after it (restarted: [`Pod::containers_started`]), each with a few
+//!   seconds' tolerance for clocks;
 //! - a running pod started before the lock is `unknown`: the pod lives, the
 //!   process that wrote the lock may not;
 //! - any other hostname, or an inventory that could not be read, is
 //!   `unknown`, never a reason to remove.
+//!
+//! The pods of the Kubernetes API may be *scoped* to one namespace (a
+//! discovered repository's: its operator runs restic there): then only that
+//! namespace's pods answer, and a namespace whose pods could not be listed
+//! makes every answer `unknown`. Unscoped, a namespace that could not be
+//! listed makes absence prove nothing; the pods listed still answer.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,6 +35,8 @@ use std::time::Duration;
 
 use regex::Regex;
 use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
 
 use super::shared_pods::{self, Records};
 use super::{Observations, Source};
@@ -49,8 +58,13 @@ pub enum InventorySource {
     File(PathBuf),
     /// A shell command printing JSON, run at each check.
     Command(String),
-    /// The pods the Kubernetes API lists, at each check.
-    Kubernetes,
+    /// The pods the Kubernetes API lists, at each check: those of
+    /// `namespace` alone when it is given (a discovered repository's),
+    /// every namespace's otherwise.
+    Kubernetes {
+        /// The namespace whose pods answer, if one.
+        namespace: Option<String>,
+    },
 }
 
 /// What the inventory says about one host.
@@ -60,14 +74,29 @@ pub struct HostRecord {
     pub state: String,
     /// When the host (pod) started, ns since the epoch.
     pub started: Option<i64>,
-    /// The earliest start of its running containers, if known.
+    /// The earliest start of the containers that could hold a lock, when
+    /// each of them runs with a known start ([`Pod::containers_started`]).
     pub containers_started: Option<i64>,
+    /// The pod's namespace (`None` in a plain list).
+    pub namespace: Option<String>,
+}
+
+/// The hosts of one reading by hostname, and the namespaces whose pods
+/// could not be listed, with why (none but from the Kubernetes API).
+#[derive(Debug, Default)]
+pub struct Hosts {
+    /// Hostname -> the records answering to it.
+    pub records: HashMap<String, Vec<HostRecord>>,
+    /// Namespace -> why its pods are missing.
+    pub failed: BTreeMap<String, String>,
 }
 
 /// One reading of the inventory, ready to answer `host` questions.
 #[derive(Debug)]
 pub struct Inventory {
     hosts: Regex,
+    /// The one namespace whose pods answer, if scoped.
+    scope: Option<String>,
     /// The hosts, or why they could not be read.
     reading: Result<Reading, String>,
 }
@@ -77,7 +106,7 @@ struct Reading {
     records: Records,
     /// When the inventory was taken (ns since the epoch, this host's clock).
     taken_at: i64,
-    /// Whether it lists any host the regex covers.
+    /// Whether it lists any host the regex covers (in the scope).
     covers_any: bool,
 }
 
@@ -92,24 +121,64 @@ impl Inventory {
         timeout: Duration,
         not_before: i64,
     ) -> Inventory {
-        let records = match source {
-            InventorySource::File(path) => read_file(path).and_then(parsed),
+        let (records, scope) = match source {
+            InventorySource::File(path) => (read_file(path).and_then(parsed), None),
             InventorySource::Command(line) => {
                 let taken_at = now();
-                run(line, timeout).and_then(|text| parsed((text, taken_at)))
+                let records = run(line, timeout).and_then(|text| parsed((text, taken_at)));
+                (records, None)
             }
-            InventorySource::Kubernetes => shared_pods::read_after(not_before, timeout),
+            InventorySource::Kubernetes { namespace } => (
+                shared_pods::read_after(not_before, timeout),
+                namespace.clone(),
+            ),
         };
-        let reading = records.map(|(records, taken_at)| Reading::new(records, taken_at, &hosts));
-        Inventory { hosts, reading }
+        Inventory::new(records, hosts, scope)
+    }
+
+    /// An inventory of `records` (and when they were taken) for `hosts`,
+    /// of namespace `scope` alone if given: a scope whose pods could not
+    /// be listed fails the reading.
+    fn new(
+        records: Result<(Records, i64), String>,
+        hosts: Regex,
+        scope: Option<String>,
+    ) -> Inventory {
+        let reading = records.and_then(|(records, taken_at)| {
+            if let Some((namespace, why)) = scope
+                .as_ref()
+                .and_then(|ns| records.failed.get_key_value(ns))
+            {
+                return Err(format!(
+                    "the pods of namespace {} could not be listed: {why}",
+                    crate::text::escape(namespace)
+                ));
+            }
+            Ok(Reading::new(records, taken_at, &hosts, scope.as_deref()))
+        });
+        Inventory {
+            hosts,
+            scope,
+            reading,
+        }
+    }
+
+    /// An inventory of the Kubernetes API's pods, `pods` and the
+    /// namespaces whose pods could not be listed, taken at `taken_at`,
+    /// scoped to `scope` if given (for tests).
+    #[cfg(test)]
+    fn from_pods(pods: Hosts, hosts: Regex, taken_at: i64, scope: Option<&str>) -> Inventory {
+        Inventory::new(
+            Ok((Arc::new(pods), taken_at)),
+            hosts,
+            scope.map(str::to_owned),
+        )
     }
 
     /// An inventory from JSON text taken at `taken_at` (for tests and
     /// recorded inputs).
     pub fn from_json(text: &str, hosts: Regex, taken_at: i64) -> Inventory {
-        let reading = parsed((text.to_owned(), taken_at))
-            .map(|(records, taken_at)| Reading::new(records, taken_at, &hosts));
-        Inventory { hosts, reading }
+        Inventory::new(parsed((text.to_owned(), taken_at)), hosts, None)
     }
 
     /// Why the inventory cannot be used, if it cannot.
@@ -117,11 +186,33 @@ impl Inventory {
         match &self.reading {
             Err(problem) => Some(problem.clone()),
             Ok(reading) if !reading.covers_any => Some(format!(
-                "it lists no host matching {}; absence from it proves nothing",
-                self.hosts.as_str()
+                "it lists no host matching {}{}; absence from it proves nothing",
+                self.hosts.as_str(),
+                self.scope_shown()
             )),
             Ok(_) => None,
         }
+    }
+
+    /// The namespaces an unscoped inventory could not list, if any: absence
+    /// from it proves nothing (the pods it lists still answer).
+    pub fn blind_spots(&self) -> Option<String> {
+        let reading = self.reading.as_ref().ok()?;
+        if self.scope.is_some() || reading.records.failed.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "{}; absence from it proves nothing",
+            unlisted(&reading.records.failed)
+        ))
+    }
+
+    /// ` in namespace NS` when scoped, else nothing.
+    fn scope_shown(&self) -> String {
+        self.scope
+            .as_deref()
+            .map(|ns| format!(" in namespace {}", crate::text::escape(ns)))
+            .unwrap_or_default()
     }
 
     /// This inventory as a [`Source`], with when each lock was first seen
@@ -149,12 +240,26 @@ impl Inventory {
                 return Liveness::Unknown(format!("the host inventory failed: {problem}"));
             }
         };
-        let Some(records) = reading.records.get(hostname) else {
+        let records: Vec<&HostRecord> = reading
+            .records
+            .records
+            .get(hostname)
+            .into_iter()
+            .flatten()
+            .filter(|r| in_scope(r, self.scope.as_deref()))
+            .collect();
+        if records.is_empty() {
             if !reading.covers_any {
                 return Liveness::Unknown(format!(
                     "pod {shown} is not in the inventory, but the inventory lists no host matching \
-                     {} at all (wrong namespace or missing permissions?), so its absence proves nothing",
-                    self.hosts.as_str()
+                     {}{} at all (wrong namespace or missing permissions?), so its absence proves nothing",
+                    self.hosts.as_str(),
+                    self.scope_shown()
+                ));
+            }
+            if let Some(blind) = self.blind_spots() {
+                return Liveness::Unknown(format!(
+                    "pod {shown} is not in the inventory, but {blind}"
                 ));
             }
             return match observed {
@@ -167,10 +272,13 @@ impl Inventory {
                     format_rfc3339(reading.taken_at)
                 )),
             };
-        };
+        }
         // Several pods may answer to one hostname (spec.hostname, a name
         // kubelet shortened): gone only when every one of them says so.
-        let answers: Vec<Liveness> = records.iter().map(|r| judge(r, &shown, since)).collect();
+        let answers: Vec<Liveness> = records
+            .into_iter()
+            .map(|r| judge(r, &shown, since))
+            .collect();
         answers
             .iter()
             .find(|a| !matches!(a, Liveness::Dead(_)))
@@ -194,7 +302,7 @@ fn judge(record: &HostRecord, shown: &str, since: i64) -> Liveness {
     }
     if let Some(started) = record.containers_started.filter(|s| after(*s)) {
         return Liveness::Dead(format!(
-            "every container of pod {shown} restarted since the lock was written (the earliest at {})",
+            "every container of pod {shown} that could hold the lock restarted since it was written (the earliest at {})",
             format_rfc3339(started)
         ));
     }
@@ -204,9 +312,32 @@ fn judge(record: &HostRecord, shown: &str, since: i64) -> Liveness {
     ))
 }
 
+/// Whether `record` answers in an inventory scoped to `scope`.
+fn in_scope(record: &HostRecord, scope: Option<&str>) -> bool {
+    scope.is_none_or(|ns| record.namespace.as_deref() == Some(ns))
+}
+
+/// `failed` as a message says it: the first few namespaces, escaped, with
+/// why, and how many more.
+fn unlisted(failed: &BTreeMap<String, String>) -> String {
+    const SHOWN: usize = 3;
+    let mut text = failed
+        .iter()
+        .take(SHOWN)
+        .map(|(ns, why)| format!("{} ({why})", crate::text::escape(ns)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if failed.len() > SHOWN {
+        text.push_str(&format!(" and {} more", failed.len() - SHOWN));
+    }
+    format!("the pods of namespaces {text} could not be listed")
+}
+
 impl Reading {
-    fn new(records: Records, taken_at: i64, hosts: &Regex) -> Reading {
-        let covers_any = records.keys().any(|name| hosts.is_match(name));
+    fn new(records: Records, taken_at: i64, hosts: &Regex, scope: Option<&str>) -> Reading {
+        let covers_any = records.records.iter().any(|(name, answering)| {
+            hosts.is_match(name) && answering.iter().any(|r| in_scope(r, scope))
+        });
         Reading {
             records,
             taken_at,
@@ -217,7 +348,12 @@ impl Reading {
 
 /// `text` taken at `taken_at`, parsed.
 fn parsed((text, taken_at): (String, i64)) -> Result<(Records, i64), String> {
-    Ok((Arc::new(parse(&text)?), taken_at))
+    let records = parse(&text)?;
+    let hosts = Hosts {
+        records,
+        failed: BTreeMap::new(),
+    };
+    Ok((Arc::new(hosts), taken_at))
 }
 
 /// Reads a hosts file (a regular file within [`limits::INVENTORY`]); it was
@@ -289,11 +425,28 @@ struct Pod {
 #[derive(Deserialize)]
 struct PodMetadata {
     name: String,
+    namespace: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 struct PodSpec {
     hostname: Option<String>,
+    #[serde(default)]
+    containers: Vec<SpecContainer>,
+    #[serde(default)]
+    init_containers: Vec<SpecContainer>,
+    #[serde(default)]
+    ephemeral_containers: Vec<SpecContainer>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecContainer {
+    #[serde(default)]
+    name: String,
+    /// `Always` on an init container: a native sidecar.
+    restart_policy: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -303,10 +456,16 @@ struct PodStatus {
     start_time: Option<String>,
     #[serde(default)]
     container_statuses: Vec<ContainerStatus>,
+    #[serde(default)]
+    init_container_statuses: Vec<ContainerStatus>,
+    #[serde(default)]
+    ephemeral_container_statuses: Vec<ContainerStatus>,
 }
 
 #[derive(Deserialize)]
 struct ContainerStatus {
+    #[serde(default)]
+    name: String,
     #[serde(default)]
     state: ContainerState,
 }
@@ -314,6 +473,7 @@ struct ContainerStatus {
 #[derive(Deserialize, Default)]
 struct ContainerState {
     running: Option<Running>,
+    terminated: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -344,16 +504,7 @@ pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, String> {
     match document {
         Document::PodList { items } => {
             for pod in items {
-                let record = pod.record()?;
-                // The hostname restic saw: spec.hostname or the pod's name,
-                // cut by kubelet to 63 bytes without a trailing - or . ;
-                // the pod's own name answers too.
-                let hostname = pod.spec.hostname.as_deref().unwrap_or(&pod.metadata.name);
-                let mut names = vec![pod.metadata.name.clone(), kubelet_hostname(hostname)];
-                names.dedup();
-                for name in names {
-                    hosts.entry(name).or_default().push(record.clone());
-                }
+                pod.add_to(&mut hosts)?;
             }
         }
         Document::Plain(list) => {
@@ -369,6 +520,7 @@ pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, String> {
                     state,
                     started: time("started", host.started.as_deref())?,
                     containers_started: None,
+                    namespace: None,
                 };
                 hosts.entry(host.name).or_default().push(record);
             }
@@ -377,32 +529,42 @@ pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, String> {
     Ok(hosts)
 }
 
+/// The pods of the Kubernetes API (a list's items) and the namespaces
+/// whose pods could not be listed, read as [`parse`] reads a PodList.
+pub fn pods(items: Vec<Value>, failed: BTreeMap<String, String>) -> Result<Hosts, String> {
+    let mut records = HashMap::new();
+    for item in items {
+        let pod: Pod = serde_json::from_value(item).map_err(|e| format!("a pod: {e}"))?;
+        pod.add_to(&mut records)?;
+    }
+    Ok(Hosts { records, failed })
+}
+
+/// Which list of a pod's container statuses a status is in.
+#[derive(Clone, Copy)]
+enum Kind {
+    Main,
+    Init,
+    Ephemeral,
+}
+
 impl Pod {
+    /// Adds this pod's record to `hosts`, under the hostname restic saw:
+    /// spec.hostname or the pod's name, cut by kubelet to 63 bytes without
+    /// a trailing - or . ; the pod's own name answers too.
+    fn add_to(&self, hosts: &mut HashMap<String, Vec<HostRecord>>) -> Result<(), String> {
+        let record = self.record()?;
+        let hostname = self.spec.hostname.as_deref().unwrap_or(&self.metadata.name);
+        let mut names = vec![self.metadata.name.clone(), kubelet_hostname(hostname)];
+        names.dedup();
+        for name in names {
+            hosts.entry(name).or_default().push(record.clone());
+        }
+        Ok(())
+    }
+
     /// What the inventory knows of this pod.
     fn record(&self) -> Result<HostRecord, String> {
-        let container_starts: Vec<Option<i64>> = self
-            .status
-            .container_statuses
-            .iter()
-            .map(|c| {
-                c.state
-                    .running
-                    .as_ref()
-                    .and_then(|r| r.started_at.as_deref())
-            })
-            .map(|t| time("containerStatuses.state.running.startedAt", t))
-            .collect::<Result<_, _>>()?;
-        // Only when every container runs with a known start is "all
-        // restarted" meaningful.
-        let containers_started = if container_starts.is_empty() {
-            None
-        } else {
-            container_starts
-                .iter()
-                .copied()
-                .collect::<Option<Vec<i64>>>()
-                .and_then(|v| v.into_iter().min())
-        };
         Ok(HostRecord {
             state: self
                 .status
@@ -411,8 +573,90 @@ impl Pod {
                 .unwrap_or("unknown")
                 .to_ascii_lowercase(),
             started: time("status.startTime", self.status.start_time.as_deref())?,
-            containers_started,
+            containers_started: self.containers_started()?,
+            namespace: self.metadata.namespace.clone(),
         })
+    }
+
+    /// The earliest start of the containers restic could run in, when
+    /// every one of them runs with a known start: then a lock older than
+    /// that has lost its holder (a restart kills every process of a
+    /// container). Those containers are the main ones, the init containers
+    /// and the ephemeral ones, save those that ended for good: an init
+    /// container the spec says is not a sidecar (`restartPolicy: Always`)
+    /// and an ephemeral container, once terminated, never run again in
+    /// this pod (init containers run again only in a new sandbox, which
+    /// restarts every container). A process in a terminated container is
+    /// dead, so leaving one out is sound: if restic ran there, its holder
+    /// is gone whatever the others say, and if not, the claim rests on the
+    /// others. Any other container not running with a known start (a
+    /// waiting one, a terminated sidecar or main container, an init
+    /// container the spec does not describe, one in the spec without a
+    /// status) leaves the holder's container unknown: `None`, no claim.
+    fn containers_started(&self) -> Result<Option<i64>, String> {
+        let status = &self.status;
+        let main = status.container_statuses.iter().map(|c| (Kind::Main, c));
+        let init = status
+            .init_container_statuses
+            .iter()
+            .map(|c| (Kind::Init, c));
+        let ephemeral = status
+            .ephemeral_container_statuses
+            .iter()
+            .map(|c| (Kind::Ephemeral, c));
+        let (mut earliest, mut all_known) = (None::<i64>, true);
+        for (kind, container) in main.chain(init).chain(ephemeral) {
+            if self.ended(kind, container) {
+                continue;
+            }
+            let started = container
+                .state
+                .running
+                .as_ref()
+                .and_then(|r| r.started_at.as_deref());
+            match time("a container's state.running.startedAt", started)? {
+                Some(t) => earliest = Some(earliest.map_or(t, |e| e.min(t))),
+                None => all_known = false,
+            }
+        }
+        Ok(earliest.filter(|_| all_known && self.every_status_given()))
+    }
+
+    /// Whether `container`, in the statuses of `kind`, has ended for good.
+    fn ended(&self, kind: Kind, container: &ContainerStatus) -> bool {
+        let terminated = container.state.terminated.is_some();
+        match kind {
+            Kind::Main => false,
+            Kind::Ephemeral => terminated,
+            Kind::Init => {
+                terminated
+                    && self.spec.init_containers.iter().any(|c| {
+                        c.name == container.name && c.restart_policy.as_deref() != Some("Always")
+                    })
+            }
+        }
+    }
+
+    /// Whether each container the spec says runs for the pod's life (main,
+    /// sidecar) or was added to it (ephemeral) has a status.
+    fn every_status_given(&self) -> bool {
+        let (spec, status) = (&self.spec, &self.status);
+        let has =
+            |statuses: &[ContainerStatus], name: &str| statuses.iter().any(|c| c.name == name);
+        let sidecars = spec
+            .init_containers
+            .iter()
+            .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+        spec.containers
+            .iter()
+            .all(|c| has(&status.container_statuses, &c.name))
+            && sidecars
+                .into_iter()
+                .all(|c| has(&status.init_container_statuses, &c.name))
+            && spec
+                .ephemeral_containers
+                .iter()
+                .all(|c| has(&status.ephemeral_container_statuses, &c.name))
     }
 }
 
@@ -549,5 +793,241 @@ mod tests {
                 .expect("problem")
                 .contains("hosts command failed")
         );
+    }
+
+    /// A running pod `name` of namespace `ns`, started an hour before the
+    /// lock, with `spec` and `status` fields added.
+    fn pod(
+        ns: &str,
+        name: &str,
+        spec: serde_json::Value,
+        status: serde_json::Value,
+    ) -> serde_json::Value {
+        let mut pod = serde_json::json!({
+            "metadata": {"name": name, "namespace": ns},
+            "spec": spec,
+            "status": {"phase": "Running", "startTime": "2026-11-30T11:00:00Z"},
+        });
+        if let (Some(into), serde_json::Value::Object(fields)) =
+            (pod["status"].as_object_mut(), status)
+        {
+            into.extend(fields);
+        }
+        pod
+    }
+
+    /// A container status: `name` running since `started`, or terminated.
+    fn state(name: &str, started: Option<&str>) -> serde_json::Value {
+        match started {
+            Some(t) => serde_json::json!({"name": name, "state": {"running": {"startedAt": t}}}),
+            None => serde_json::json!({"name": name, "state": {"terminated": {"exitCode": 0}}}),
+        }
+    }
+
+    const BEFORE: &str = "2026-11-30T11:00:00Z";
+    const AFTER: &str = "2026-11-30T12:30:00Z";
+
+    /// What the inventory says of pod `p`, alone in it, for a lock at LOCK.
+    fn verdict(p: serde_json::Value) -> Liveness {
+        let since = parse_rfc3339(LOCK).expect("time");
+        let text = serde_json::json!({"items": [p]}).to_string();
+        let inv =
+            Inventory::from_json(&text, Regex::new(".*").expect("regex"), since + 10 * MINUTE);
+        inv.host("backup-x", since, Some(since + MINUTE))
+    }
+
+    #[test]
+    fn a_restart_counts_only_when_every_container_that_could_hold_the_lock_restarted() {
+        let sidecar = serde_json::json!({
+            "containers": [{"name": "app"}],
+            "initContainers": [{"name": "restic", "restartPolicy": "Always"}, {"name": "setup"}],
+        });
+        let with = |sidecar_started: Option<&str>, extra: serde_json::Value| {
+            let mut status = serde_json::json!({
+                "containerStatuses": [state("app", Some(AFTER))],
+                "initContainerStatuses": [state("restic", sidecar_started), state("setup", None)],
+            });
+            if let (Some(into), serde_json::Value::Object(fields)) = (status.as_object_mut(), extra)
+            {
+                into.extend(fields);
+            }
+            pod("ns", "backup-x", sidecar.clone(), status)
+        };
+        let none = serde_json::json!({});
+        let rows = [
+            // restic runs in the sidecar since before the lock; only the
+            // main container restarted.
+            (
+                "sidecar running since before",
+                with(Some(BEFORE), none.clone()),
+                "unknown",
+            ),
+            // Every container restarted, the sidecar too; the regular init
+            // container ended for good.
+            ("all restarted", with(Some(AFTER), none.clone()), "dead"),
+            ("sidecar terminated", with(None, none.clone()), "unknown"),
+            (
+                "ephemeral running since before",
+                with(
+                    Some(AFTER),
+                    serde_json::json!({"ephemeralContainerStatuses": [state("debug", Some(BEFORE))]}),
+                ),
+                "unknown",
+            ),
+            (
+                "ephemeral ended",
+                with(
+                    Some(AFTER),
+                    serde_json::json!({"ephemeralContainerStatuses": [state("debug", None)]}),
+                ),
+                "dead",
+            ),
+        ];
+        for (what, p, want) in rows {
+            let answer = verdict(p);
+            assert_eq!(kind(&answer), want, "{what}: {answer:?}");
+        }
+    }
+
+    #[test]
+    fn a_container_lockwarden_cannot_place_leaves_the_restart_unknown() {
+        let main = serde_json::json!({"containerStatuses": [state("app", Some(AFTER))]});
+        // A terminated init container the spec does not describe may be a
+        // sidecar between runs.
+        let undescribed = pod(
+            "ns",
+            "backup-x",
+            serde_json::json!({"containers": [{"name": "app"}]}),
+            serde_json::json!({
+                "containerStatuses": [state("app", Some(AFTER))],
+                "initContainerStatuses": [state("restic", None)],
+            }),
+        );
+        // A sidecar the spec names without a status.
+        let no_status = pod(
+            "ns",
+            "backup-x",
+            serde_json::json!({"containers": [{"name": "app"}],
+                               "initContainers": [{"name": "restic", "restartPolicy": "Always"}]}),
+            main.clone(),
+        );
+        // An ephemeral container the spec names without a status yet.
+        let new_debug = pod(
+            "ns",
+            "backup-x",
+            serde_json::json!({"containers": [{"name": "app"}],
+                               "ephemeralContainers": [{"name": "debug"}]}),
+            main.clone(),
+        );
+        for (what, p) in [
+            ("undescribed", undescribed),
+            ("no status", no_status),
+            ("new", new_debug),
+        ] {
+            let answer = verdict(p);
+            assert_eq!(kind(&answer), "unknown", "{what}: {answer:?}");
+        }
+        let alone = pod(
+            "ns",
+            "backup-x",
+            serde_json::json!({"containers": [{"name": "app"}]}),
+            main,
+        );
+        assert_eq!(kind(&verdict(alone)), "dead");
+    }
+
+    /// Tenant a's running pod `backup-live`, tenant b's Succeeded pod of
+    /// the same name, and b's running `backup-b`; `failed` namespaces.
+    fn tenants(failed: &[&str]) -> Hosts {
+        let mut b_live = pod(
+            "b",
+            "backup-live",
+            serde_json::json!({}),
+            serde_json::json!({}),
+        );
+        b_live["status"]["phase"] = serde_json::json!("Succeeded");
+        let items = vec![
+            pod(
+                "a",
+                "backup-live",
+                serde_json::json!({}),
+                serde_json::json!({}),
+            ),
+            b_live,
+            pod(
+                "b",
+                "backup-b",
+                serde_json::json!({}),
+                serde_json::json!({}),
+            ),
+        ];
+        let failed = failed
+            .iter()
+            .map(|ns| (ns.to_string(), "too large".to_owned()))
+            .collect();
+        pods(items, failed).expect("pods")
+    }
+
+    #[test]
+    fn a_scoped_inventory_answers_from_its_namespace_alone() {
+        let since = parse_rfc3339(LOCK).expect("time");
+        let regex = Regex::new("^backup-").expect("regex");
+        let seen = Some(since + MINUTE);
+        let read = |scope: Option<&str>, failed: &[&str]| {
+            Inventory::from_pods(tenants(failed), regex.clone(), since + 10 * MINUTE, scope)
+        };
+        let a = read(Some("a"), &["c"]);
+        assert_eq!(a.problem(), None);
+        assert_eq!(a.blind_spots(), None, "another namespace's failure");
+        // b's Succeeded pod of the same name does not answer for a.
+        assert_eq!(kind(&a.host("backup-live", since, seen)), "unknown");
+        assert_eq!(kind(&a.host("backup-gone", since, seen)), "dead");
+        // b's running pod is not a's.
+        assert_eq!(kind(&a.host("backup-b", since, seen)), "dead");
+        let b = read(Some("b"), &[]);
+        assert_eq!(kind(&b.host("backup-live", since, seen)), "dead");
+        assert_eq!(kind(&b.host("backup-b", since, seen)), "unknown");
+        // A scope of no matching pod proves no absence.
+        let empty = read(Some("c"), &[]);
+        assert!(empty.problem().is_some());
+        assert_eq!(kind(&empty.host("backup-gone", since, seen)), "unknown");
+    }
+
+    #[test]
+    fn a_namespace_not_listed_blinds_its_scope_and_the_absences_of_an_unscoped_inventory() {
+        let since = parse_rfc3339(LOCK).expect("time");
+        let regex = Regex::new("^backup-").expect("regex");
+        let seen = Some(since + MINUTE);
+        let read = |scope: Option<&str>| {
+            Inventory::from_pods(tenants(&["a"]), regex.clone(), since + 10 * MINUTE, scope)
+        };
+        let a = read(Some("a"));
+        assert!(a.problem().expect("a problem").contains("namespace a"));
+        assert_eq!(kind(&a.host("backup-gone", since, seen)), "unknown");
+        let b = read(Some("b"));
+        assert_eq!(b.problem(), None);
+        assert_eq!(kind(&b.host("backup-gone", since, seen)), "dead");
+        let all = read(None);
+        assert_eq!(all.problem(), None);
+        assert!(
+            all.blind_spots()
+                .expect("blind")
+                .contains("namespaces a (too large)")
+        );
+        let absent = all.host("backup-gone", since, seen);
+        assert_eq!(kind(&absent), "unknown", "{absent:?}");
+        // The pods listed still answer.
+        let unscoped =
+            Inventory::from_pods(tenants(&["c"]), regex.clone(), since + 10 * MINUTE, None);
+        assert_eq!(kind(&unscoped.host("backup-live", since, seen)), "unknown");
+        let mut gone_only = tenants(&["a"]);
+        gone_only.records.retain(|name, _| name != "backup-b");
+        gone_only
+            .records
+            .entry("backup-live".into())
+            .or_default()
+            .retain(|r| r.namespace.as_deref() == Some("b"));
+        let inv = Inventory::from_pods(gone_only, regex, since + 10 * MINUTE, None);
+        assert_eq!(kind(&inv.host("backup-live", since, seen)), "dead");
     }
 }

@@ -85,6 +85,9 @@ impl EvidenceConfig {
                     crate::text::escape(&problem)
                 );
             }
+            if let Some(blind) = inventory.blind_spots() {
+                tracing::warn!("host inventory incomplete: {}", crate::text::escape(&blind));
+            }
             sources.push(Box::new(inventory.observed(observed)));
         }
         Arc::new(Composed::new(local, sources))

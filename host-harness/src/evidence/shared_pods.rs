@@ -8,20 +8,20 @@
 //! A failed listing is shared too, by those that waited for it: it proves
 //! nothing for any of them.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::HostRecord;
-use super::inventory::parse;
+use super::inventory::{Hosts, pods};
 use crate::kubernetes::pods::list_pods;
 use crate::time::now;
 
 /// Why a reading failed when another thread panicked while listing.
 const POISONED: &str = "a pod listing panicked";
 
-/// The pods by hostname, as the inventory reads them.
-pub type Records = Arc<HashMap<String, Vec<HostRecord>>>;
+/// The pods by hostname, as the inventory reads them, and the namespaces
+/// whose pods could not be listed (one listing of every namespace, however
+/// many inventories scoped to one namespace read it).
+pub type Records = Arc<Hosts>;
 
 /// A listing: its records, or why there are none, and when it began.
 type Listing = (Result<Records, String>, i64);
@@ -77,7 +77,7 @@ fn list(mut state: MutexGuard<'_, State>, timeout: Duration) -> Result<(Records,
     state.running = true;
     drop(state);
     let records = list_pods(timeout)
-        .and_then(|text| parse(&text))
+        .and_then(|listing| pods(listing.items, listing.failed))
         .map(Arc::new);
     let mut state = lock.lock().map_err(|_| POISONED.to_owned())?;
     state.running = false;

@@ -2,7 +2,7 @@
 //! own (no retries, no tracing of requests, bounded answers), called
 //! synchronously with a deadline on the process's I/O runtime.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -25,6 +25,17 @@ const PAGE: usize = 500;
 
 /// A whole list may take this many times the timeout of one request.
 const LIST_DEADLINE: u32 = 4;
+
+/// What a list gave: its items, and the namespaces whose items it could not
+/// hold, each with why (their items are left out): one namespace's objects,
+/// too many or too large, fail that namespace alone.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    /// The items of every namespace not in `failed` (and cluster-scoped ones).
+    pub items: Vec<Value>,
+    /// Namespace -> why its items are left out.
+    pub failed: BTreeMap<String, String>,
+}
 
 /// A connection to the API server.
 #[derive(Clone)]
@@ -78,23 +89,30 @@ impl Kubernetes {
             .map(|(value, _)| value)
     }
 
-    /// Every item of the list at `path` (`/api/v1/pods`), page by page:
-    /// at most [`limits::KUBERNETES_ITEMS`] items and
-    /// [`limits::KUBERNETES_LIST`] bytes in all, each page within
-    /// `timeout` and the whole within [`LIST_DEADLINE`] of them. A page
-    /// without `items`, with more than asked for, or a continue token seen
-    /// before fails the whole list: a list cut short must never pass for
-    /// all there is.
-    pub fn list(&self, timeout: Duration, path: &str) -> Result<Vec<Value>, KubeError> {
+    /// Every item of the list at `path` (`/api/v1/pods`), page by page,
+    /// each page within `timeout` and the whole within [`LIST_DEADLINE`] of
+    /// them. A page over [`limits::KUBERNETES_RESPONSE`] is asked again
+    /// with half the items, down to one (the API holds no object over about
+    /// 1.5 MiB). A namespace over its share of the bounds
+    /// ([`limits::KUBERNETES_NAMESPACE_ITEMS`],
+    /// [`limits::KUBERNETES_NAMESPACE_LIST`]) is left out and named in
+    /// `failed`, and so is the largest when the items kept pass
+    /// [`limits::KUBERNETES_ITEMS`] or [`limits::KUBERNETES_LIST`]: one
+    /// namespace's objects fail that namespace alone. A page
+    /// without `items`, with more than asked for, a continue token seen
+    /// before, or cluster-scoped items over the bounds fail the whole list:
+    /// a list cut short must never pass for all there is.
+    pub fn list(&self, timeout: Duration, path: &str) -> Result<Listing, KubeError> {
         let shown = format!("listing {}", crate::text::escape(path));
         let fail = |cause: String| KubeError::Failed {
             what: shown.clone(),
             cause,
         };
         let deadline = Instant::now() + timeout * LIST_DEADLINE;
-        let (mut items, mut bytes) = (Vec::new(), 0usize);
+        let mut tally = Tally::default();
         let mut tokens: HashSet<String> = HashSet::new();
         let mut token: Option<String> = None;
+        let mut limit = PAGE;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -102,32 +120,31 @@ impl Kubernetes {
                     "not done within {LIST_DEADLINE} times the timeout"
                 )));
             }
-            let mut query = form_urlencoded::Serializer::new(String::new());
-            query.append_pair("limit", &PAGE.to_string());
-            if let Some(token) = &token {
-                query.append_pair("continue", token);
-            }
-            let (page, size) =
-                self.fetch(timeout.min(left), &format!("{path}?{}", query.finish()))?;
-            bytes += size;
-            let Some(Value::Array(page_items)) = page.get("items") else {
+            let path = format!("{path}?{}", page_query(limit, token.as_deref()));
+            let Some((mut page, size)) = self.page(timeout.min(left), &path)? else {
+                if limit == 1 {
+                    return Err(fail(format!(
+                        "one item is over the {} bytes an answer may hold",
+                        limits::KUBERNETES_RESPONSE
+                    )));
+                }
+                limit /= 2;
+                continue;
+            };
+            let Some(Value::Array(items)) = page.get_mut("items").map(Value::take) else {
                 return Err(fail("a page has no items".into()));
             };
-            if page_items.len() > PAGE {
+            if items.len() > limit {
                 return Err(fail(format!(
-                    "a page holds more than the {PAGE} items asked for"
+                    "a page holds more than the {limit} items asked for"
                 )));
             }
-            items.extend(page_items.iter().cloned());
-            if items.len() > limits::KUBERNETES_ITEMS || bytes > limits::KUBERNETES_LIST {
-                return Err(fail(format!(
-                    "more than {} items or {} bytes",
-                    limits::KUBERNETES_ITEMS,
-                    limits::KUBERNETES_LIST
-                )));
+            for item in items {
+                tally.add(item).map_err(&fail)?;
             }
+            limit = next_limit(limit, size);
             match page.pointer("/metadata/continue").and_then(Value::as_str) {
-                None | Some("") => return Ok(items),
+                None | Some("") => return Ok(tally.finish()),
                 Some(next) if !tokens.insert(next.to_owned()) => {
                     return Err(fail("the server repeats a continue token".into()));
                 }
@@ -136,9 +153,18 @@ impl Kubernetes {
         }
     }
 
-    /// `GET path` as JSON, and the size of the answer.
-    fn fetch(&self, timeout: Duration, path: &str) -> Result<(Value, usize), KubeError> {
-        self.exchange(timeout, "GET", path, None)
+    /// One page of a list: `GET path` as JSON and the answer's size, or
+    /// `None` when the answer is over [`limits::KUBERNETES_RESPONSE`].
+    fn page(&self, timeout: Duration, path: &str) -> Result<Option<(Value, usize)>, KubeError> {
+        let what = format!("GET {}", crate::text::escape(path));
+        match self.answer(timeout, &what, "GET", path, None)? {
+            Ok(text) => {
+                let value = serde_json::from_str(&text).map_err(|e| failed(&what, &e))?;
+                Ok(Some((value, text.len())))
+            }
+            Err(e) if too_large(&e) => Ok(None),
+            Err(e) => Err(refused_or_failed(&what, e)),
+        }
     }
 
     /// The one request of every call: `method` on `path` with `body`,
@@ -151,25 +177,37 @@ impl Kubernetes {
         body: Option<&Value>,
     ) -> Result<(T, usize), KubeError> {
         let what = format!("{method} {}", crate::text::escape(path));
+        let text = self
+            .answer(timeout, &what, method, path, body)?
+            .map_err(|e| refused_or_failed(&what, e))?;
+        let value = serde_json::from_str(&text).map_err(|e| failed(&what, &e))?;
+        Ok((value, text.len()))
+    }
+
+    /// The answer's text to `method` on `path` with `body` (shown as
+    /// `what`), or kube's error, left for the caller to judge; within
+    /// `timeout`.
+    fn answer(
+        &self,
+        timeout: Duration,
+        what: &str,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Result<String, kube::Error>, KubeError> {
         let bytes = match body {
-            Some(body) => serde_json::to_vec(body).map_err(|e| failed(&what, &e))?,
+            Some(body) => serde_json::to_vec(body).map_err(|e| failed(what, &e))?,
             None => Vec::new(),
         };
         let mut request = Request::builder().method(method).uri(path);
         if body.is_some() {
             request = request.header(http::header::CONTENT_TYPE, "application/json");
         }
-        let request = request.body(bytes).map_err(|e| failed(&what, &e))?;
+        let request = request.body(bytes).map_err(|e| failed(what, &e))?;
         let client = self.client.clone();
-        let future = async {
-            client
-                .request_text(request)
-                .await
-                .map_err(|e| refused_or_failed(&what, e))
-        };
-        let text = run(timeout, &what, future)?;
-        let value = serde_json::from_str(&text).map_err(|e| failed(&what, &e))?;
-        Ok((value, text.len()))
+        run(timeout, what, async move {
+            Ok(client.request_text(request).await)
+        })
     }
 }
 
@@ -255,5 +293,309 @@ fn refused_or_failed(what: &str, error: kube::Error) -> KubeError {
             }
             failed(what, &cause)
         }
+    }
+}
+
+/// A page's query: at most `limit` items, from `token` on.
+fn page_query(limit: usize, token: Option<&str>) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query.append_pair("limit", &limit.to_string());
+    if let Some(token) = token {
+        query.append_pair("continue", token);
+    }
+    query.finish()
+}
+
+/// The items to ask for after a page of `limit` items came in `size`
+/// bytes: twice as many (at most [`PAGE`]) while a page of twice the size
+/// would stay well within [`limits::KUBERNETES_RESPONSE`], else as many, so
+/// that a namespace of large objects does not make every other page too
+/// large and the small ones after it come in full pages again.
+fn next_limit(limit: usize, size: usize) -> usize {
+    if size <= limits::KUBERNETES_RESPONSE / 4 {
+        limit.saturating_mul(2).min(PAGE)
+    } else {
+        limit
+    }
+}
+
+/// Whether `error` is an answer over [`limits::KUBERNETES_RESPONSE`]: the
+/// bound of [`build`]'s stack, found anywhere in the cause chain.
+fn too_large(error: &kube::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(inner) = cause {
+        if inner.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cause = inner.source();
+    }
+    false
+}
+
+/// The items of one namespace kept so far, and their size.
+#[derive(Default)]
+struct Kept {
+    items: Vec<Value>,
+    bytes: usize,
+}
+
+/// A list's items as the pages bring them, kept by namespace within the
+/// bounds. A namespace over its share ([`limits::KUBERNETES_NAMESPACE_ITEMS`],
+/// [`limits::KUBERNETES_NAMESPACE_LIST`]) is failed and its items dropped,
+/// now and when more come. The whole-list bounds count the items kept:
+/// when they are passed, the namespace holding the most is failed, until
+/// they hold again, so several namespaces each within their share cannot
+/// fail the others; only cluster-scoped items over them fail the list.
+/// What is kept is then bounded by the whole-list bounds; what is
+/// downloaded and dropped, by the list's deadline.
+#[derive(Default)]
+struct Tally {
+    namespaces: BTreeMap<String, Kept>,
+    /// Items without a namespace.
+    cluster: Kept,
+    failed: BTreeMap<String, String>,
+    /// Items kept in all, and their bytes.
+    items: usize,
+    bytes: usize,
+}
+
+impl Tally {
+    /// Takes `item` (or drops it, with its namespace); an error when the
+    /// list must fail.
+    fn add(&mut self, item: Value) -> Result<(), String> {
+        let size = json_size(&item);
+        let namespace = item
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty())
+            .map(str::to_owned);
+        let kept = match &namespace {
+            Some(ns) if self.failed.contains_key(ns) => return Ok(()),
+            Some(ns) => self.namespaces.entry(ns.clone()).or_default(),
+            None => &mut self.cluster,
+        };
+        kept.items.push(item);
+        kept.bytes += size;
+        let over = kept.items.len() > limits::KUBERNETES_NAMESPACE_ITEMS
+            || kept.bytes > limits::KUBERNETES_NAMESPACE_LIST;
+        self.items += 1;
+        self.bytes += size;
+        if let Some(ns) = namespace.filter(|_| over) {
+            self.fail(
+                &ns,
+                format!(
+                    "more than {} items or {} bytes in this namespace alone",
+                    limits::KUBERNETES_NAMESPACE_ITEMS,
+                    limits::KUBERNETES_NAMESPACE_LIST
+                ),
+            );
+        }
+        self.within_bounds()
+    }
+
+    /// Fails the namespaces holding the most until the items kept are
+    /// within the whole-list bounds; an error if cluster-scoped items
+    /// alone are not.
+    fn within_bounds(&mut self) -> Result<(), String> {
+        loop {
+            let by_bytes = self.bytes > limits::KUBERNETES_LIST;
+            if !by_bytes && self.items <= limits::KUBERNETES_ITEMS {
+                return Ok(());
+            }
+            let largest = self
+                .namespaces
+                .iter()
+                .max_by_key(|(_, kept)| {
+                    if by_bytes {
+                        kept.bytes
+                    } else {
+                        kept.items.len()
+                    }
+                })
+                .map(|(ns, _)| ns.clone());
+            let Some(ns) = largest else {
+                return Err(format!(
+                    "more than {} items or {} bytes",
+                    limits::KUBERNETES_ITEMS,
+                    limits::KUBERNETES_LIST
+                ));
+            };
+            self.fail(
+                &ns,
+                format!(
+                    "it held the most when the list passed {} items or {} bytes",
+                    limits::KUBERNETES_ITEMS,
+                    limits::KUBERNETES_LIST
+                ),
+            );
+        }
+    }
+
+    /// Drops `namespace`'s items, now and later, saying `why`.
+    fn fail(&mut self, namespace: &str, why: String) {
+        if let Some(kept) = self.namespaces.remove(namespace) {
+            self.items -= kept.items.len();
+            self.bytes -= kept.bytes;
+        }
+        self.failed.insert(namespace.to_owned(), why);
+    }
+
+    /// The items kept (cluster-scoped first, then by namespace) and the
+    /// namespaces failed.
+    fn finish(self) -> Listing {
+        let mut items = self.cluster.items;
+        items.extend(self.namespaces.into_values().flat_map(|kept| kept.items));
+        Listing {
+            items,
+            failed: self.failed,
+        }
+    }
+}
+
+/// The size of `value` as JSON, counted without writing it anywhere.
+fn json_size(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Neither a count nor a Value can fail; if one did, the item counts as
+    // over the bounds.
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => limits::KUBERNETES_LIST + 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// An item of `namespace` (`None`: cluster-scoped) named `name`, with
+    /// `pad` bytes of annotation.
+    fn item(namespace: Option<&str>, name: &str, pad: usize) -> Value {
+        let mut metadata = json!({"name": name, "annotations": {"pad": "x".repeat(pad)}});
+        if let Some(ns) = namespace {
+            metadata["namespace"] = json!(ns);
+        }
+        json!({ "metadata": metadata })
+    }
+
+    fn names(listing: &Listing) -> Vec<&str> {
+        listing
+            .items
+            .iter()
+            .filter_map(|i| i.pointer("/metadata/name").and_then(Value::as_str))
+            .collect()
+    }
+
+    #[test]
+    fn a_namespace_over_its_share_fails_alone_and_stays_failed() {
+        let big = limits::KUBERNETES_NAMESPACE_LIST / 3;
+        let mut tally = Tally::default();
+        tally.add(item(Some("a"), "a-1", 10)).expect("kept");
+        for i in 0..4 {
+            tally
+                .add(item(Some("fat"), &format!("fat-{i}"), big))
+                .expect("kept");
+        }
+        tally.add(item(Some("b"), "b-1", 10)).expect("kept");
+        tally
+            .add(item(Some("fat"), "fat-late", 10))
+            .expect("dropped");
+        tally.add(item(None, "cluster", 10)).expect("kept");
+        assert!(tally.bytes < limits::KUBERNETES_NAMESPACE_LIST);
+        let listing = tally.finish();
+        assert_eq!(names(&listing), ["cluster", "a-1", "b-1"]);
+        assert_eq!(listing.failed.keys().collect::<Vec<_>>(), ["fat"]);
+        assert!(listing.failed["fat"].contains("in this namespace alone"));
+    }
+
+    #[test]
+    fn too_many_items_in_one_namespace_fail_it() {
+        let mut tally = Tally::default();
+        for i in 0..=limits::KUBERNETES_NAMESPACE_ITEMS {
+            tally
+                .add(json!({"metadata": {"namespace": "many", "name": i}}))
+                .expect("kept");
+        }
+        tally.add(item(Some("a"), "a-1", 0)).expect("kept");
+        let listing = tally.finish();
+        assert_eq!(names(&listing), ["a-1"]);
+        assert!(listing.failed.contains_key("many"));
+    }
+
+    #[test]
+    fn namespaces_each_within_their_share_fail_the_largest_not_the_list() {
+        // Five namespaces just under their share pass the whole list's
+        // bound together: the largest goes, the others stay.
+        let share = limits::KUBERNETES_NAMESPACE_LIST - 1000;
+        let mut tally = Tally::default();
+        for ns in ["n1", "n2", "n3", "n4"] {
+            tally.add(item(Some(ns), ns, share - 100)).expect("kept");
+        }
+        tally.add(item(Some("n5"), "n5", share)).expect("kept");
+        assert!(tally.bytes <= limits::KUBERNETES_LIST);
+        let listing = tally.finish();
+        assert_eq!(names(&listing), ["n1", "n2", "n3", "n4"]);
+        assert!(listing.failed["n5"].contains("held the most"));
+    }
+
+    #[test]
+    fn cluster_scoped_items_over_the_bounds_fail_the_list() {
+        let mut tally = Tally::default();
+        tally.add(item(Some("a"), "a", 10)).expect("kept");
+        let half = limits::KUBERNETES_LIST / 2;
+        tally.add(item(None, "c1", half)).expect("kept");
+        let over = tally.add(item(None, "c2", half));
+        assert!(over.expect_err("over").contains("more than"));
+        assert!(tally.failed.contains_key("a"), "the namespace went first");
+    }
+
+    #[test]
+    fn a_page_grows_back_only_while_twice_as_much_still_fits() {
+        assert_eq!(next_limit(15, 15 * 1024), 30);
+        assert_eq!(next_limit(400, 1024), PAGE);
+        assert_eq!(next_limit(15, 21 * 1024 * 1024), 15);
+        assert_eq!(next_limit(1, limits::KUBERNETES_RESPONSE), 1);
+    }
+
+    /// The error a body over its bound gives, as the client's stack makes it.
+    fn over_the_bound() -> tower::BoxError {
+        use http_body_util::{BodyExt, Full, Limited};
+        let body = Limited::new(Full::new(bytes::Bytes::from_static(b"0123456789")), 4);
+        io_runtime::run_for(Duration::from_secs(10), body.collect())
+            .expect("the runtime")
+            .expect("in time")
+            .expect_err("over the bound")
+    }
+
+    #[test]
+    fn an_answer_over_the_bound_is_told_from_other_failures() {
+        assert!(too_large(&kube::Error::Service(over_the_bound())));
+        let wrapped: tower::BoxError = Box::new(kube::Error::Service(over_the_bound()));
+        assert!(too_large(&kube::Error::Service(wrapped)));
+        let other = kube::Error::Service("connection refused".into());
+        assert!(!too_large(&other));
+    }
+
+    #[test]
+    fn a_page_asks_for_its_limit_from_its_token() {
+        assert_eq!(page_query(500, None), "limit=500");
+        assert_eq!(page_query(15, Some("a b&c")), "limit=15&continue=a+b%26c");
+    }
+
+    #[test]
+    fn an_item_is_measured_as_its_json() {
+        let value = item(Some("a"), "n", 5);
+        assert_eq!(json_size(&value), value.to_string().len());
     }
 }

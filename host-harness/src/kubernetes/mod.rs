@@ -12,7 +12,7 @@
 mod client;
 pub mod pods;
 
-pub use client::Kubernetes;
+pub use client::{Kubernetes, Listing};
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod crypto;
+mod deadline;
 pub mod keys;
 pub mod location;
 pub mod lockfile;
@@ -15,6 +16,7 @@ use backend::{
     Backend, BackendError, Capabilities, Contents, EntryKind, FileInfo, Kind, Removal, Variables,
 };
 use crypto::Key;
+pub use deadline::Deadline;
 use location::Location;
 pub use password::{Password, PasswordError, PasswordSource, restic_env};
 
@@ -126,6 +128,18 @@ pub enum RepoError {
         /// Why it may not be removed.
         why: String,
     },
+    /// The job's [`Deadline`] passed before it was done: what was left is
+    /// not done (a lock not read is not judged, a removal not begun is not
+    /// begun).
+    #[error("repository {location}: the job's time ({budget}) ran out {undone}")]
+    DeadlinePassed {
+        /// Redacted location.
+        location: String,
+        /// The time the job had (`40s`).
+        budget: String,
+        /// What was left undone, and what that means.
+        undone: String,
+    },
     /// Anything else.
     #[error("repository {location}: {cause}")]
     Other {
@@ -181,6 +195,8 @@ enum Read {
     /// The storage refused the credentials or could not be reached: about
     /// the storage, not the file, so the whole read fails.
     Failed(BackendError),
+    /// Not read: the job's deadline passed first.
+    Late,
 }
 
 /// How many files under `locks/` that are not locks are looked for in the
@@ -201,6 +217,38 @@ fn bounded_problem(problem: String) -> String {
         end -= 1;
     }
     format!("{}...", &problem[..end])
+}
+
+/// What a job whose deadline passed while opening left undone.
+const OPENING: &str = "while opening the repository; nothing was judged or removed";
+/// ... before listing `locks/`.
+const NOT_LISTED: &str = "before locks/ was listed; nothing was judged or removed";
+/// ... before looking for `locks/`'s files in the other directories.
+const NOT_COMPARED: &str = "before locks/ was compared with the other directories; nothing was \
+                            judged or removed";
+/// ... before one removal began.
+const NOT_BEGUN: &str = "before this lock's removal began; it was not removed";
+/// ... before the listing that confirms a removal.
+const NOT_CONFIRMED: &str = "before locks/ was listed again to confirm the removal";
+
+/// Fails when `deadline` has passed, saying what is left `undone` at the
+/// repository shown as `shown`.
+fn in_time(deadline: Deadline, shown: &str, undone: &str) -> Result<(), RepoError> {
+    if deadline.passed() {
+        return Err(out_of_time(deadline, shown, undone));
+    }
+    Ok(())
+}
+
+/// The failure of a job whose `deadline` passed with `undone` left.
+fn out_of_time(deadline: Deadline, shown: &str, undone: &str) -> RepoError {
+    RepoError::DeadlinePassed {
+        location: shown.to_owned(),
+        budget: deadline
+            .budget()
+            .map_or_else(|| "none".to_owned(), |budget| format!("{budget:?}")),
+        undone: undone.to_owned(),
+    }
 }
 
 /// An open repository: its location, config, backend and master key.
@@ -253,10 +301,22 @@ impl Repository {
         timeout: Duration,
         variables: &Variables,
     ) -> Result<Repository, RepoError> {
+        Repository::open_within(location, password, timeout, variables, Deadline::NONE)
+    }
+
+    /// [`Repository::open`], beginning no call to the storage and no key
+    /// derivation after `deadline`.
+    pub fn open_within(
+        location: Location,
+        password: &Password,
+        timeout: Duration,
+        variables: &Variables,
+        deadline: Deadline,
+    ) -> Result<Repository, RepoError> {
         let backend = location
             .open(password, timeout, variables)
             .map_err(|e| opening(&location.redacted(), e))?;
-        Repository::with_backend(location, backend, password)
+        Repository::with_backend_within(location, backend, password, deadline)
     }
 
     /// Opens the repository that `backend` holds (any backend, the in-memory
@@ -266,14 +326,26 @@ impl Repository {
         backend: Box<dyn Backend>,
         password: &Password,
     ) -> Result<Repository, RepoError> {
+        Repository::with_backend_within(location, backend, password, Deadline::NONE)
+    }
+
+    /// [`Repository::with_backend`], beginning no call to the storage and no
+    /// key derivation after `deadline`.
+    pub fn with_backend_within(
+        location: Location,
+        backend: Box<dyn Backend>,
+        password: &Password,
+        deadline: Deadline,
+    ) -> Result<Repository, RepoError> {
         let shown = location.redacted();
+        in_time(deadline, &shown, OPENING)?;
         let stored_config = backend
             .read(Kind::Config, "")
             .map_err(|e| opening(&shown, e))?;
         let (key, config) = match backend.capabilities().contents {
             Contents::Decrypted => (None, parse_config(&stored_config)),
             Contents::Encrypted => {
-                let key = open_master_key(backend.as_ref(), password, &shown)?;
+                let key = open_master_key(backend.as_ref(), password, &shown, deadline)?;
                 let config = key
                     .open(&stored_config)
                     .map_err(|e| format!("cannot decrypt config: {e}"))
@@ -293,6 +365,14 @@ impl Repository {
             read_before: Default::default(),
             removable: Default::default(),
         })
+    }
+
+    /// [`in_time`] for this repository.
+    fn in_time(&self, deadline: Deadline, undone: &str) -> Result<(), RepoError> {
+        if deadline.passed() {
+            return Err(out_of_time(deadline, &self.location.redacted(), undone));
+        }
+        Ok(())
     }
 
     /// Where the repository is.
@@ -329,9 +409,17 @@ impl Repository {
     /// whose files that are no locks are found under `keys/`, `snapshots/`,
     /// `index/` or `data/` too.
     pub fn read_locks(&self) -> Result<LockSet, RepoError> {
+        self.read_locks_within(Deadline::NONE)
+    }
+
+    /// [`Repository::read_locks`], beginning no call to the storage after
+    /// `deadline`: when it passes first, the whole read fails (nothing read
+    /// is judged, nothing becomes removable), and the locks read so far are
+    /// kept for the next read, which then reads only the others.
+    pub fn read_locks_within(&self, deadline: Deadline) -> Result<LockSet, RepoError> {
         self.removable().listed.clear();
-        let (dir, files) = self.list_locks()?;
-        let set = self.read_listed(&files)?;
+        let (dir, files) = self.list_locks(deadline)?;
+        let set = self.read_listed(&files, deadline)?;
         // Where the storage shows links, lstat said locks/ is a directory;
         // where it cannot, the names of the files that are no locks tell.
         if dir == Some(EntryKind::Unknown) {
@@ -341,7 +429,7 @@ impl Repository {
                 .map(|u| u.id.as_str())
                 .chain(set.foreign.iter().map(|f| f.id.as_str()))
                 .collect();
-            self.check_not_aliased(&suspects)?;
+            self.check_not_aliased(&suspects, deadline)?;
         }
         let regular: std::collections::HashSet<&str> = files
             .iter()
@@ -362,16 +450,34 @@ impl Repository {
     /// The ids in `locks/` now (a listing, nothing read), after checking
     /// that `locks/` is a directory of the repository's own.
     pub fn lock_ids(&self) -> Result<std::collections::HashSet<String>, RepoError> {
-        Ok(self.list_locks()?.1.into_iter().map(|f| f.name).collect())
+        self.lock_ids_within(Deadline::NONE)
+    }
+
+    /// [`Repository::lock_ids`] within `deadline`.
+    fn lock_ids_within(
+        &self,
+        deadline: Deadline,
+    ) -> Result<std::collections::HashSet<String>, RepoError> {
+        Ok(self
+            .list_locks(deadline)?
+            .1
+            .into_iter()
+            .map(|f| f.name)
+            .collect())
     }
 
     /// What `locks/` is (none when there is none, as restic takes it) and
     /// its listing; refused when `locks/` is anything but a directory.
-    fn list_locks(&self) -> Result<(Option<EntryKind>, Vec<FileInfo>), RepoError> {
+    fn list_locks(
+        &self,
+        deadline: Deadline,
+    ) -> Result<(Option<EntryKind>, Vec<FileInfo>), RepoError> {
         let shown = || self.location.redacted();
+        self.in_time(deadline, NOT_LISTED)?;
         let Some(dir) = self.lock_dir()? else {
             return Ok((None, Vec::new()));
         };
+        self.in_time(deadline, NOT_LISTED)?;
         match self.backend.list(Kind::Lock) {
             Ok(files) => Ok((Some(dir), files)),
             // restic, too, takes a missing locks/ for no locks.
@@ -397,8 +503,8 @@ impl Repository {
 
     /// Reads the listed files that are new since the last read (a lock
     /// file's name is the hash of its contents), in parallel, and returns
-    /// every one in the listing's order.
-    fn read_listed(&self, files: &[FileInfo]) -> Result<LockSet, RepoError> {
+    /// every one in the listing's order; none is begun after `deadline`.
+    fn read_listed(&self, files: &[FileInfo], deadline: Deadline) -> Result<LockSet, RepoError> {
         let mut known = self
             .read_before
             .lock()
@@ -412,13 +518,17 @@ impl Repository {
             .collect();
         let workers = self.capabilities().parallel_reads.max(1);
         let mut fresh = std::collections::HashMap::new();
-        for (file, read) in new
-            .iter()
-            .zip(parallel_map(&new, workers, |file| self.read_lock(file)))
-        {
+        let reads = parallel_map(&new, workers, |file| {
+            if deadline.passed() {
+                return Read::Late;
+            }
+            self.read_lock(file)
+        });
+        for (file, read) in new.iter().zip(reads) {
             fresh.insert(file.name.as_str(), read);
         }
         let mut set = LockSet::default();
+        let mut late = 0;
         for file in files {
             match fresh.remove(file.name.as_str()) {
                 Some(Read::Lock(lock)) => {
@@ -442,10 +552,18 @@ impl Repository {
                         Read::Unreadable(u) => set.unreadable.push(u),
                         Read::Foreign(f) => set.foreign.push(f),
                         Read::Failed(e) => return Err(failed(&self.location.redacted(), e)),
+                        Read::Late => late += 1,
                         Read::Vanished | Read::Lock(_) => {}
                     }
                 }
             }
+        }
+        if late > 0 {
+            let undone = format!(
+                "with {late} of {} lock files not read; nothing was judged or removed",
+                files.len()
+            );
+            return Err(out_of_time(deadline, &self.location.redacted(), &undone));
         }
         Ok(set)
     }
@@ -513,8 +631,8 @@ impl Repository {
     /// `index/` or `data/`: then `locks/` shows another directory (a link
     /// the storage follows, a bind mount), and nothing in it may be
     /// removed. A look that fails is doubt, and fails too. Where nothing
-    /// can be removed anyway, nobody looks.
-    fn check_not_aliased(&self, suspects: &[&str]) -> Result<(), RepoError> {
+    /// can be removed anyway, nobody looks. No look begins after `deadline`.
+    fn check_not_aliased(&self, suspects: &[&str], deadline: Deadline) -> Result<(), RepoError> {
         if !self.capabilities().modify || suspects.is_empty() {
             return Ok(());
         }
@@ -525,12 +643,13 @@ impl Repository {
             .collect();
         let workers = self.capabilities().parallel_reads.max(1);
         let shown = || self.location.redacted();
-        for ((id, kind), found) in looks
-            .iter()
-            .zip(parallel_map(&looks, workers, |(id, kind)| {
-                self.backend.stat(*kind, id)
-            }))
-        {
+        let found = parallel_map(&looks, workers, |(id, kind)| {
+            self.in_time(deadline, NOT_COMPARED)?;
+            self.backend
+                .stat(*kind, id)
+                .map_err(|e| failed(&shown(), e))
+        });
+        for ((id, kind), found) in looks.iter().zip(found) {
             match found {
                 Ok(None) => {}
                 Ok(Some(_)) => {
@@ -544,7 +663,7 @@ impl Repository {
                         ),
                     });
                 }
-                Err(e) => return Err(failed(&shown(), e)),
+                Err(e) => return Err(e),
             }
         }
         Ok(())
@@ -574,6 +693,19 @@ impl Repository {
     ///   is [`Removal::AlreadyGone`] (whatever the delete answered), one
     ///   still there is a failure.
     pub fn remove_locks(&self, ids: &[&str]) -> Vec<Result<Removal, RepoError>> {
+        self.remove_locks_within(ids, Deadline::NONE)
+    }
+
+    /// [`Repository::remove_locks`], beginning no removal (and no look at
+    /// `locks/`) after `deadline`: a lock whose removal was not begun by then
+    /// is not removed, and says so; one whose delete was sent is decided as
+    /// usual, except that a delete that failed or was answered "not there"
+    /// stays a failure when the listing that would confirm it is too late.
+    pub fn remove_locks_within(
+        &self,
+        ids: &[&str],
+        deadline: Deadline,
+    ) -> Vec<Result<Removal, RepoError>> {
         if self.check_removable().is_err() {
             return ids
                 .iter()
@@ -584,11 +716,15 @@ impl Repository {
         let mut outcomes: Vec<Result<Removal, RepoError>> =
             parallel_map(ids, REMOVE_WORKERS, |id| {
                 self.permitted(id)?;
+                self.in_time(deadline, NOT_BEGUN)?;
                 self.lock_dir()?;
+                self.in_time(deadline, NOT_BEGUN)?;
                 self.backend.remove(id).map_err(|e| failed(&shown, e))
             });
         if outcomes.iter().any(needs_a_look) {
-            let left = self.lock_ids();
+            let left = self
+                .in_time(deadline, NOT_CONFIRMED)
+                .and_then(|()| self.lock_ids_within(deadline));
             for (id, outcome) in ids.iter().zip(outcomes.iter_mut()) {
                 if needs_a_look(outcome) {
                     let answered = std::mem::replace(outcome, Ok(Removal::Removed));
@@ -704,6 +840,7 @@ fn needs_a_look(outcome: &Result<Removal, RepoError>) -> bool {
             RepoError::NotRemovable { .. }
                 | RepoError::NotLockDirectory { .. }
                 | RepoError::RemovalUnsupported { .. }
+                | RepoError::DeadlinePassed { .. }
         ),
     }
 }
@@ -727,12 +864,15 @@ impl ReadBefore {
 
 /// Tries the key files in name order until one opens with `password`: at
 /// most [`limits::KEYS`] (as restic), and at most
-/// [`limits::SCRYPT_WORK_TOTAL`] scrypt work in all.
+/// [`limits::SCRYPT_WORK_TOTAL`] scrypt work in all; no read and no
+/// derivation begun after `deadline`.
 fn open_master_key(
     backend: &dyn Backend,
     password: &Password,
     shown: &str,
+    deadline: Deadline,
 ) -> Result<Key, RepoError> {
+    in_time(deadline, shown, OPENING)?;
     let mut files = backend.list(Kind::Key).map_err(|e| opening(shown, e))?;
     if files.is_empty() {
         return Err(RepoError::NoRepository {
@@ -746,10 +886,11 @@ fn open_master_key(
     let mut search = KeySearch::default();
     // Read them all first, then try the cheapest first: a planted key with
     // costly parameters cannot use up the budget before the real one.
-    let mut candidates = search.read(backend, &files);
+    let mut candidates = search.read(backend, &files, deadline, shown)?;
     candidates.sort_by_key(|(name, key_file)| (key_file.work(), *name));
     let mut work_left = limits::SCRYPT_WORK_TOTAL;
     for (name, key_file) in &candidates {
+        in_time(deadline, shown, OPENING)?;
         if key_file.work() > work_left {
             search.problems.push(format!(
                 "{name}: not tried, the key files before it used up the scrypt budget"
@@ -781,14 +922,18 @@ struct KeySearch {
 }
 
 impl KeySearch {
-    /// Reads and parses `files`, noting the ones that fail.
+    /// Reads and parses `files`, noting the ones that fail; fails when
+    /// `deadline` passes first.
     fn read<'a>(
         &mut self,
         backend: &dyn Backend,
         files: &'a [FileInfo],
-    ) -> Vec<(&'a str, keys::KeyFile)> {
+        deadline: Deadline,
+        shown: &str,
+    ) -> Result<Vec<(&'a str, keys::KeyFile)>, RepoError> {
         let mut candidates = Vec::new();
         for file in files {
+            in_time(deadline, shown, OPENING)?;
             let name = lockfile::short(&file.name);
             match backend
                 .read(Kind::Key, &file.name)
@@ -799,7 +944,7 @@ impl KeySearch {
                 Err(problem) => self.problems.push(format!("{name}: {problem}")),
             }
         }
-        candidates
+        Ok(candidates)
     }
 
     /// Why no key opened, after `considered` of `total` key files.

@@ -13,7 +13,7 @@ use crate::repo::backend::{
 };
 use crate::repo::location::Location;
 use crate::repo::tests::{lock_json, lock_json_at};
-use crate::repo::{Password, RepoError, Repository};
+use crate::repo::{Deadline, Password, RepoError, Repository};
 use crate::runtime::{Limits, Runtime};
 use crate::time::{format_rfc3339, now};
 
@@ -204,10 +204,12 @@ fn a_lock_gone_before_its_removal_counts_as_removed() {
     let (backend, stale, _) = two_locks();
     let repo = open(FaultyBackend::new(backend));
     let warden = warden(&[]);
-    let assessment = warden.assess(&repo).expect("judged");
+    let assessment = warden.assess(&repo, Deadline::NONE).expect("judged");
     // Its holder removed it meanwhile.
     repo.remove_lock(&stale).expect("removed by the holder");
-    let removals = warden.remove_stale(&repo, &assessment).expect("runs");
+    let removals = warden
+        .remove_stale(&repo, &assessment, Deadline::NONE)
+        .expect("runs");
     assert!(matches!(removals[0].result, Ok(Removal::AlreadyGone)));
 }
 
@@ -300,4 +302,175 @@ fn a_failing_shadow_changes_nothing_the_enforced_policy_does() {
     assert_eq!(report.removals.len(), 1);
     assert_eq!(report.removals[0].id, stale);
     assert_eq!(ids(&repo), vec![fresh]);
+}
+
+/// A backend whose lock reads and removals each take [`SLOW`], counted.
+struct Slow<B> {
+    inner: B,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+const SLOW: std::time::Duration = std::time::Duration::from_millis(100);
+
+impl<B: Backend> Slow<B> {
+    fn new(inner: B) -> Arc<Slow<B>> {
+        Arc::new(Slow {
+            inner,
+            reads: Default::default(),
+        })
+    }
+
+    fn lock_reads(&self) -> usize {
+        self.reads.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl<B: Backend> Backend for Slow<B> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    fn list(&self, kind: Kind) -> Result<Vec<crate::repo::backend::FileInfo>, BackendError> {
+        self.inner.list(kind)
+    }
+    fn read(&self, kind: Kind, name: &str) -> Result<Vec<u8>, BackendError> {
+        if kind == Kind::Lock {
+            self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::thread::sleep(SLOW);
+        }
+        self.inner.read(kind, name)
+    }
+    fn stat(
+        &self,
+        kind: Kind,
+        name: &str,
+    ) -> Result<Option<crate::repo::backend::FileInfo>, BackendError> {
+        self.inner.stat(kind, name)
+    }
+    fn dir_kind(
+        &self,
+        kind: Kind,
+    ) -> Result<Option<crate::repo::backend::EntryKind>, BackendError> {
+        self.inner.dir_kind(kind)
+    }
+    fn remove(&self, id: &str) -> Result<Removal, BackendError> {
+        std::thread::sleep(SLOW);
+        self.inner.remove(id)
+    }
+    fn write_lock(&self, id: &str, stored: &[u8]) -> Result<(), BackendError> {
+        self.inner.write_lock(id, stored)
+    }
+}
+
+/// A repository with `n` locks written long ago (stale by restic's rule).
+fn stale_locks(n: i64) -> MemoryBackend {
+    let (backend, key) = MemoryBackend::init(PASSWORD);
+    for pid in 0..n {
+        backend.put_lock(&key, &lock_json("elsewhere", pid));
+    }
+    backend
+}
+
+/// A job out of time begins no read after its deadline (each worker reads
+/// one lock, which outlasts it), judges and removes nothing, and says so;
+/// the next job reads only the locks the first did not.
+#[test]
+fn a_job_out_of_time_reads_no_more_and_removes_nothing() {
+    let slow = Slow::new(stale_locks(40));
+    let repo = open(slow.clone());
+    let warden = warden(&[]);
+    let deadline = Deadline::after(SLOW / 2);
+    let error = warden
+        .run_then(&repo, deadline, || Act::Remove)
+        .expect_err("out of time");
+    assert!(
+        matches!(error, WardenError::Repo(RepoError::DeadlinePassed { .. })),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("not read; nothing was judged or removed"),
+        "{message}"
+    );
+    let first = slow.lock_reads();
+    let workers = slow.capabilities().parallel_reads;
+    assert!(first <= workers, "{first} reads begun, at most {workers}");
+    let listed = slow.inner.names(Kind::Lock);
+    assert_eq!(listed.len(), 40, "nothing was removed");
+    let refused = repo
+        .remove_lock(&listed[0])
+        .expect_err("nothing is removable");
+    assert!(
+        matches!(refused, RepoError::NotRemovable { .. }),
+        "{refused}"
+    );
+
+    let report = warden.run(&repo, Act::Remove).expect("in time");
+    assert_eq!(slow.lock_reads(), 40, "each lock read once in all");
+    assert_eq!(report.removals.len(), 40);
+    assert!(report.out_of_time().is_none());
+    assert!(slow.inner.names(Kind::Lock).is_empty());
+}
+
+/// Removals not begun by the deadline are not done, each says so, and the
+/// report tells it; removals begun before it are done.
+#[test]
+fn removals_not_begun_by_the_deadline_are_not_done() {
+    let slow = Slow::new(stale_locks(20));
+    let repo = open(slow.clone());
+    let warden = warden(&[]);
+    let assessment = warden.assess(&repo, Deadline::NONE).expect("judged");
+    let removals = warden
+        .remove_stale(&repo, &assessment, Deadline::after(SLOW / 2))
+        .expect("runs");
+    assert_eq!(removals.len(), 20);
+    let (done, left): (Vec<_>, Vec<_>) = removals.iter().partition(|r| r.result.is_ok());
+    assert!(
+        done.len() <= 8,
+        "{} removals begun after the deadline",
+        done.len()
+    );
+    for removal in &left {
+        assert!(
+            matches!(removal.result, Err(RepoError::DeadlinePassed { .. })),
+            "{:?}",
+            removal.result
+        );
+    }
+    assert_eq!(
+        slow.inner.names(Kind::Lock).len(),
+        left.len(),
+        "each one not begun is there"
+    );
+    let report = super::Report {
+        repository: repo.describe(),
+        act: Act::Remove,
+        assessment,
+        removals,
+    };
+    let why = report.out_of_time().expect("told").to_string();
+    assert!(
+        why.contains("before this lock's removal began; it was not removed"),
+        "{why}"
+    );
+}
+
+/// A deadline passed before the job began opens nothing and reads nothing.
+#[test]
+fn a_repository_is_not_opened_after_the_deadline() {
+    let location = Location::parse("/memory/repo").expect("a path");
+    let faulty = Arc::new(FaultyBackend::new(stale_locks(1)));
+    let error = Repository::with_backend_within(
+        location,
+        Box::new(faulty.clone()),
+        &Password::new(PASSWORD),
+        Deadline::after(std::time::Duration::ZERO),
+    )
+    .expect_err("out of time");
+    assert!(matches!(error, RepoError::DeadlinePassed { .. }), "{error}");
+    for operation in [Operation::Read, Operation::List] {
+        assert_eq!(faulty.calls(operation), 0, "{operation:?}");
+    }
 }

@@ -5,10 +5,14 @@
 //! A fixed set of workers checks each repository when it is due
 //! ([`schedule`]), so checks of one repository never overlap and a failing
 //! one (unreachable, wrong password) holds one worker, not the others; it is
-//! retried with backoff (10 s doubling, at most its interval).
+//! retried with backoff (10 s doubling, at most its interval). A check has a
+//! deadline ([`check_time`]): nothing is begun after it, so a check ends at
+//! most one call's timeout later, and no tenant holds more than its share of
+//! the workers ([`limits::TENANT_WORKERS`](crate::limits::TENANT_WORKERS)).
 
 pub mod config;
 pub mod discover;
+mod fair_share;
 mod http;
 pub mod leader;
 pub mod metrics;
@@ -26,7 +30,7 @@ use crate::first_seen::FirstSeenStore;
 use crate::oci::Registry;
 use crate::repo::backend::Removal;
 use crate::repo::lockfile::short;
-use crate::repo::{PasswordError, Repository};
+use crate::repo::{Deadline, PasswordError, Repository};
 use crate::runtime::{LoadError, Policy, PolicySource, Runtime};
 use crate::stop::Stop;
 use crate::text::escape;
@@ -95,7 +99,11 @@ pub struct Shared {
 /// not at every interval), then starts the workers that check them, and a
 /// thread for discovery when `[discover]` asks for it. Returns their handles.
 pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<()>>, WatchError> {
-    let (schedule, mut handles) = Schedule::start(shared.clone(), crate::limits::WATCH_WORKERS);
+    let (schedule, mut handles) = Schedule::start(
+        shared.clone(),
+        crate::limits::WATCH_WORKERS,
+        crate::limits::TENANT_WORKERS,
+    );
     let mut pool = Pool::new(shared.clone(), schedule);
     let mut jobs = Vec::new();
     for repo in config.repositories {
@@ -246,38 +254,66 @@ impl Watched {
             Ok(report) => {
                 self.notifier
                     .after_check(&report, config.mode == Mode::Report);
-                self.retry = FIRST_RETRY;
-                config.interval
+                match report.out_of_time() {
+                    // What was removed is told above; the rest waits for
+                    // the next check, after a backoff.
+                    Some(e) => self.failed(shared, &label, &e.to_string()),
+                    None => {
+                        self.retry = FIRST_RETRY;
+                        config.interval
+                    }
+                }
             }
             Err(e) => {
-                shared.metrics.check_errors.get_or_create(&label).inc();
                 self.notifier.after_failure(&e.for_notification());
-                let wait = self.retry.min(config.interval);
-                tracing::error!(
-                    "check failed, retrying in {}s: {}",
-                    wait.as_secs(),
-                    escape(&e.to_string())
-                );
-                self.retry = (self.retry * 2).min(config.interval);
-                wait
+                self.failed(shared, &label, &e.to_string())
             }
         })
     }
+
+    /// After a failed check (`why`): counts and logs it; how long to wait
+    /// before the next (the backoff, doubled for the one after).
+    fn failed(&mut self, shared: &Shared, label: &Repo, why: &str) -> Duration {
+        shared.metrics.check_errors.get_or_create(label).inc();
+        let interval = self.config.interval;
+        let wait = self.retry.min(interval);
+        tracing::error!(
+            "check failed, retrying in {}s: {}",
+            wait.as_secs(),
+            escape(why)
+        );
+        self.retry = (self.retry * 2).min(interval);
+        wait
+    }
+}
+
+/// How long one check of a repository whose calls each have `timeout` may
+/// take: [`limits::CHECK_TIMEOUTS`](crate::limits::CHECK_TIMEOUTS) of them.
+/// Nothing is begun after it (no read, no key tried, no removal); one call
+/// begun before it ends within its timeout.
+pub fn check_time(timeout: Duration) -> Duration {
+    timeout.saturating_mul(crate::limits::CHECK_TIMEOUTS)
 }
 
 /// Opens the repository if not yet open (the key is derived once and
-/// kept).
+/// kept), within `deadline`.
 fn open<'a>(
     config: &WatchedRepository,
     repo: &'a mut Option<Repository>,
+    deadline: Deadline,
 ) -> Result<&'a Repository, CheckError> {
     if let Some(repo) = repo {
         return Ok(repo);
     }
     let settings = &config.settings;
-    let opened = settings
-        .open(&settings.password()?)
-        .map_err(WardenError::from)?;
+    let opened = Repository::open_within(
+        settings.location.clone(),
+        &settings.password()?,
+        settings.timeout.get(),
+        &settings.variables,
+        deadline,
+    )
+    .map_err(WardenError::from)?;
     tracing::info!(
         "opened {} (repository {})",
         escape(&opened.location().redacted()),
@@ -293,20 +329,23 @@ fn open<'a>(
 }
 
 /// One check: judge, remove or report, update the metrics; its report.
+/// Opening, reading and removing begin nothing after the check's deadline
+/// ([`check_time`]).
 fn check_once(
     config: &WatchedRepository,
     warden: &Warden,
     shared: &Shared,
     repo: &mut Option<Repository>,
 ) -> Result<Report, CheckError> {
-    let repo = open(config, repo)?;
+    let deadline = Deadline::after(check_time(config.settings.timeout.get()));
+    let repo = open(config, repo, deadline)?;
     // Decided once judged, just before anything is removed: a replica that
     // lost its lease meanwhile removes nothing.
     let act = || match config.mode {
         Mode::Unlock if repo.capabilities().modify && leads(shared) => Act::Remove,
         _ => Act::Judge,
     };
-    let report = warden.run_then(repo, act)?;
+    let report = warden.run_then(repo, deadline, act)?;
     warden.emit_logs(&report.assessment);
     let not_removed = log_removals(&report);
     record(&shared.metrics, &config.name, &report, not_removed);

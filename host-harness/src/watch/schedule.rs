@@ -5,9 +5,16 @@
 //! worker, not the others. Threads, memory and descriptors stay flat however
 //! many repositories there are (a thread each stopped at 4,096: `tracing`
 //! keeps span state for at most that many threads).
+//!
+//! A tenant (the namespace a discovered repository was found in) has at most
+//! a cap of checks in flight: a repository due while its tenant is at the
+//! cap waits in its tenant's own queue, in the order it was due, and goes
+//! back to the front of the schedule when one of its tenant's checks ends.
+//! Others due after it go on meanwhile; each repository is moved at most
+//! once per check, so a pick stays O(log n).
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -18,20 +25,62 @@ use super::{Shared, Watched};
 /// How often an idle worker looks at the process's stop signal.
 const POLL: Duration = Duration::from_millis(200);
 
+/// What the schedule needs to know of a repository.
+pub trait Job {
+    /// Its tenant, whose checks in flight are capped; `None` for one that
+    /// belongs to no tenant (not capped).
+    fn tenant(&self) -> Option<&str>;
+    /// Whether it was stopped (it is then dropped, not checked).
+    fn is_stopped(&self) -> bool;
+}
+
+impl Job for Box<Watched> {
+    fn tenant(&self) -> Option<&str> {
+        self.config
+            .owner
+            .as_ref()
+            .map(|owner| owner.namespace.as_str())
+    }
+
+    fn is_stopped(&self) -> bool {
+        Watched::is_stopped(self)
+    }
+}
+
 /// The repositories waiting for their next check, first due first.
 pub struct Schedule {
-    queue: Mutex<Queue>,
+    queue: Mutex<Queue<Box<Watched>>>,
     wake: Condvar,
 }
 
-#[derive(Default)]
-struct Queue {
-    due: BinaryHeap<Due<Box<Watched>>>,
-    /// Orders repositories due at the same instant as they were queued.
+/// The jobs (`T`) waiting, by when they are due, and the tenants' checks.
+struct Queue<T> {
+    due: BinaryHeap<Due<T>>,
+    /// Orders jobs due at the same instant as they were queued.
     next: u64,
+    /// The most checks of one tenant in flight.
+    cap: usize,
+    /// Each tenant with a check in flight or a job waiting for one.
+    tenants: HashMap<String, Tenant<T>>,
 }
 
-/// One repository (`T`) and when it is due.
+/// One tenant's checks in flight, and its jobs due that wait for one of
+/// those to end, first due first.
+struct Tenant<T> {
+    running: usize,
+    waiting: VecDeque<Due<T>>,
+}
+
+/// What [`Queue::take`] gave.
+#[derive(Debug)]
+enum Take<T> {
+    /// A job to check now (counted as in flight for its tenant).
+    Job(T),
+    /// Nothing due before this instant (or nothing queued at all).
+    Wait(Option<Instant>),
+}
+
+/// One job (`T`) and when it is due.
 struct Due<T> {
     at: Instant,
     order: u64,
@@ -59,12 +108,104 @@ impl<T> PartialEq for Due<T> {
 
 impl<T> Eq for Due<T> {}
 
+impl<T: Job> Queue<T> {
+    /// An empty queue whose tenants each have at most `cap` checks in
+    /// flight (at least one).
+    fn new(cap: usize) -> Queue<T> {
+        Queue {
+            due: BinaryHeap::new(),
+            next: 0,
+            cap: cap.max(1),
+            tenants: HashMap::new(),
+        }
+    }
+
+    /// Queues `job`, due `at`.
+    fn push(&mut self, at: Instant, job: T) {
+        let order = self.next;
+        self.next += 1;
+        self.due.push(Due {
+            at,
+            order,
+            watched: job,
+        });
+    }
+
+    /// The job due first by `now` whose tenant is below its cap; a job due
+    /// whose tenant is at its cap is set aside in its tenant's queue on the
+    /// way.
+    fn take(&mut self, now: Instant) -> Take<T> {
+        while let Some(first) = self.due.peek() {
+            if first.at > now {
+                return Take::Wait(Some(first.at));
+            }
+            let Some(due) = self.due.pop() else { break };
+            let Some(tenant) = due.watched.tenant() else {
+                return Take::Job(due.watched);
+            };
+            let cap = self.cap;
+            let entry = self.tenants.entry(tenant.to_owned()).or_insert(Tenant {
+                running: 0,
+                waiting: VecDeque::new(),
+            });
+            if entry.running >= cap {
+                entry.waiting.push_back(due);
+                continue;
+            }
+            entry.running += 1;
+            return Take::Job(due.watched);
+        }
+        Take::Wait(None)
+    }
+
+    /// A check of `tenant`'s ended: the first of its jobs waiting for that
+    /// goes back to the schedule, due when it was.
+    fn finished(&mut self, tenant: Option<&str>) {
+        let Some(name) = tenant else { return };
+        let Some(entry) = self.tenants.get_mut(name) else {
+            return;
+        };
+        entry.running = entry.running.saturating_sub(1);
+        if let Some(due) = entry.waiting.pop_front() {
+            self.due.push(due);
+        }
+        if entry.running == 0 && entry.waiting.is_empty() {
+            self.tenants.remove(name);
+        }
+    }
+
+    /// Takes every queued job that was stopped out of the queue.
+    fn take_stopped(&mut self) -> Vec<T> {
+        let (stopped, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.due)
+            .into_vec()
+            .into_iter()
+            .partition(|d| d.watched.is_stopped());
+        self.due = BinaryHeap::from(kept);
+        let mut stopped: Vec<T> = stopped.into_iter().map(|d| d.watched).collect();
+        for entry in self.tenants.values_mut() {
+            let (gone, kept): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut entry.waiting)
+                .into_iter()
+                .partition(|d| d.watched.is_stopped());
+            entry.waiting = kept;
+            stopped.extend(gone.into_iter().map(|d| d.watched));
+        }
+        self.tenants
+            .retain(|_, t| t.running > 0 || !t.waiting.is_empty());
+        stopped
+    }
+}
+
 impl Schedule {
     /// An empty schedule and `workers` threads running it until the
-    /// process stops (`shared.stop`).
-    pub fn start(shared: Arc<Shared>, workers: usize) -> (Arc<Schedule>, Vec<JoinHandle<()>>) {
+    /// process stops (`shared.stop`), each tenant's checks at most `cap`
+    /// of them at once.
+    pub fn start(
+        shared: Arc<Shared>,
+        workers: usize,
+        cap: usize,
+    ) -> (Arc<Schedule>, Vec<JoinHandle<()>>) {
         let schedule = Arc::new(Schedule {
-            queue: Mutex::new(Queue::default()),
+            queue: Mutex::new(Queue::new(cap)),
             wake: Condvar::new(),
         });
         let handles = (0..workers)
@@ -78,15 +219,7 @@ impl Schedule {
 
     /// Queues `watched`, due now.
     pub fn add(&self, watched: Watched) {
-        self.put(Instant::now(), Box::new(watched));
-    }
-
-    fn put(&self, at: Instant, watched: Box<Watched>) {
-        let mut queue = self.lock();
-        let order = queue.next;
-        queue.next += 1;
-        queue.due.push(Due { at, order, watched });
-        drop(queue);
+        self.lock().push(Instant::now(), Box::new(watched));
         self.wake.notify_one();
     }
 
@@ -94,20 +227,12 @@ impl Schedule {
     /// discovery), with its open repository and its notifications, instead
     /// of when it would next be due.
     pub fn drop_stopped(&self) {
-        let stopped: Vec<Due<Box<Watched>>> = {
-            let mut queue = self.lock();
-            let (stopped, kept) = std::mem::take(&mut queue.due)
-                .into_vec()
-                .into_iter()
-                .partition(|d| d.watched.is_stopped());
-            queue.due = BinaryHeap::from(kept);
-            stopped
-        };
+        let stopped = self.lock().take_stopped();
         // Closed here, outside the queue's lock, which the workers wait on.
         drop(stopped);
     }
 
-    fn lock(&self) -> MutexGuard<'_, Queue> {
+    fn lock(&self) -> MutexGuard<'_, Queue<Box<Watched>>> {
         self.queue
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -119,14 +244,23 @@ impl Schedule {
         while let Some(mut watched) = self.next_due(shared) {
             let step = std::panic::catch_unwind(AssertUnwindSafe(|| watched.check(shared)));
             let wait = step.unwrap_or_else(|_| Some(watched.after_panic()));
-            if let Some(wait) = wait {
-                self.put(Instant::now() + wait, watched);
+            let mut queue = self.lock();
+            queue.finished(watched.tenant());
+            match wait {
+                Some(wait) => queue.push(Instant::now() + wait, watched),
+                None => {
+                    drop(queue);
+                    // Closed outside the queue's lock.
+                    drop(watched);
+                }
             }
+            // A job of its tenant that waited may be due now.
+            self.wake.notify_one();
         }
     }
 
-    /// The repository due first, once it is due; `None` once the process
-    /// stops.
+    /// The repository due first whose tenant has a check to spare, once it
+    /// is due; `None` once the process stops.
     fn next_due(&self, shared: &Shared) -> Option<Box<Watched>> {
         let mut queue = self.lock();
         loop {
@@ -134,10 +268,10 @@ impl Schedule {
                 return None;
             }
             let now = Instant::now();
-            let wait = match queue.due.peek() {
-                Some(first) if first.at <= now => return queue.due.pop().map(|d| d.watched),
-                Some(first) => (first.at - now).min(POLL),
-                None => POLL,
+            let wait = match queue.take(now) {
+                Take::Job(job) => return Some(job),
+                Take::Wait(Some(at)) => (at - now).min(POLL),
+                Take::Wait(None) => POLL,
             };
             queue = match self.wake.wait_timeout(queue, wait) {
                 Ok((queue, _)) => queue,
@@ -165,5 +299,179 @@ mod tests {
         }
         let order: Vec<u64> = std::iter::from_fn(|| heap.pop().map(|d| d.order)).collect();
         assert_eq!(order, [1, 2, 0, 3]);
+    }
+
+    /// A job of these tests: a name and a tenant.
+    #[derive(Debug)]
+    struct Fake {
+        name: String,
+        tenant: Option<String>,
+        stopped: bool,
+    }
+
+    impl Job for Fake {
+        fn tenant(&self) -> Option<&str> {
+            self.tenant.as_deref()
+        }
+
+        fn is_stopped(&self) -> bool {
+            self.stopped
+        }
+    }
+
+    fn fake(name: &str, tenant: Option<&str>) -> Fake {
+        Fake {
+            name: name.to_owned(),
+            tenant: tenant.map(str::to_owned),
+            stopped: false,
+        }
+    }
+
+    /// The names of the jobs taken at `now` until none is.
+    fn take_all(queue: &mut Queue<Fake>, now: Instant) -> Vec<String> {
+        std::iter::from_fn(|| match queue.take(now) {
+            Take::Job(job) => Some(job.name),
+            Take::Wait(_) => None,
+        })
+        .collect()
+    }
+
+    #[test]
+    fn a_tenant_at_its_cap_waits_and_the_others_go_on() {
+        let now = Instant::now();
+        let mut queue = Queue::new(2);
+        for i in 0..5 {
+            queue.push(now, fake(&format!("a{i}"), Some("a")));
+        }
+        queue.push(now, fake("b0", Some("b")));
+        queue.push(now, fake("fixed", None));
+        assert_eq!(take_all(&mut queue, now), ["a0", "a1", "b0", "fixed"]);
+        // One of a's checks ends: its next job, and only that one, may go.
+        queue.finished(Some("a"));
+        assert_eq!(take_all(&mut queue, now), ["a2"]);
+        queue.finished(Some("a"));
+        queue.finished(Some("a"));
+        assert_eq!(take_all(&mut queue, now), ["a3", "a4"]);
+        for tenant in ["a", "a", "b"] {
+            queue.finished(Some(tenant));
+        }
+        queue.finished(None);
+        assert!(queue.tenants.is_empty(), "no tenant is left behind");
+        assert!(matches!(queue.take(now), Take::Wait(None)));
+    }
+
+    #[test]
+    fn jobs_of_no_tenant_are_never_held_back() {
+        let now = Instant::now();
+        let mut queue = Queue::new(1);
+        for i in 0..10 {
+            queue.push(now, fake(&i.to_string(), None));
+        }
+        assert_eq!(take_all(&mut queue, now).len(), 10);
+    }
+
+    #[test]
+    fn a_job_that_waited_goes_back_ahead_of_those_due_after_it() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(1);
+        let mut queue = Queue::new(1);
+        queue.push(now, fake("a0", Some("a")));
+        queue.push(now, fake("a1", Some("a")));
+        queue.push(later, fake("c0", Some("c")));
+        assert_eq!(take_all(&mut queue, now), ["a0"]);
+        assert!(
+            matches!(queue.take(now), Take::Wait(Some(at)) if at == later),
+            "c0 is due later; a1 waits for a0"
+        );
+        queue.finished(Some("a"));
+        assert_eq!(take_all(&mut queue, later), ["a1", "c0"]);
+    }
+
+    #[test]
+    fn stopped_jobs_are_dropped_from_the_tenants_queues_too() {
+        let now = Instant::now();
+        let mut queue = Queue::new(1);
+        let jobs = [("a0", false), ("a1", true), ("a2", false), ("a3", true)];
+        for (name, stopped) in jobs {
+            let job = Fake {
+                stopped,
+                ..fake(name, Some("a"))
+            };
+            queue.push(now, job);
+        }
+        let later = Fake {
+            stopped: true,
+            ..fake("c0", Some("c"))
+        };
+        queue.push(now + Duration::from_secs(1), later);
+        assert_eq!(take_all(&mut queue, now), ["a0"]);
+        let mut dropped: Vec<String> = queue.take_stopped().into_iter().map(|f| f.name).collect();
+        dropped.sort();
+        assert_eq!(dropped, ["a1", "a3", "c0"]);
+        queue.finished(Some("a"));
+        assert_eq!(take_all(&mut queue, now), ["a2"]);
+        assert!(matches!(queue.take(now), Take::Wait(None)));
+    }
+
+    /// When a healthy repository (tenant `healthy`), due at the same
+    /// instant as `hostile` repositories but queued after them, starts: its
+    /// delay, with `workers` workers and `cap` checks per tenant, each
+    /// hostile check holding its worker for `check` and due again a second
+    /// after it ends (a failed check's backoff).
+    fn healthy_delay(hostile: &[&str], workers: usize, cap: usize, check: Duration) -> Duration {
+        let start = Instant::now();
+        let mut queue = Queue::new(cap);
+        for (i, tenant) in hostile.iter().enumerate() {
+            queue.push(start, fake(&format!("hostile-{i}"), Some(tenant)));
+        }
+        queue.push(start, fake("healthy", Some("healthy")));
+        // Checks in flight: when each ends, and its job.
+        let mut busy: Vec<(Instant, Fake)> = Vec::new();
+        let mut now = start;
+        loop {
+            while busy.len() < workers {
+                match queue.take(now) {
+                    Take::Job(job) if job.name == "healthy" => return now - start,
+                    Take::Job(job) => busy.push((now + check, job)),
+                    Take::Wait(_) => break,
+                }
+            }
+            busy.sort_by_key(|(end, _)| std::cmp::Reverse(*end));
+            let (end, job) = busy
+                .pop()
+                .expect("a worker is busy, or the healthy one started");
+            now = end;
+            queue.finished(job.tenant());
+            queue.push(end + Duration::from_secs(1), job);
+        }
+    }
+
+    /// docs/watch.md: a healthy repository waits for no hostile check when
+    /// the hostile repositories are in fewer than workers / cap tenants,
+    /// and at most ceil(N / workers) checks' time (deadline + timeout each)
+    /// behind N hostile repositories due before it however they are spread.
+    #[test]
+    fn a_healthy_repository_waits_at_most_the_documented_delay() {
+        use crate::limits::{TENANT_WORKERS as CAP, WATCH_WORKERS as WORKERS};
+        let check = Duration::from_secs(300);
+        let rounds = |n: usize| check * u32::try_from(n.div_ceil(WORKERS)).expect("small");
+        let one_tenant = vec!["a"; 1000];
+        let three_tenants: Vec<&str> = (0..1000).map(|i| ["a", "b", "c"][i % 3]).collect();
+        let spread: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
+        let spread: Vec<&str> = spread.iter().map(String::as_str).collect();
+        assert_eq!(
+            healthy_delay(&one_tenant, WORKERS, CAP, check),
+            Duration::ZERO
+        );
+        assert_eq!(
+            healthy_delay(&three_tenants, WORKERS, CAP, check),
+            Duration::ZERO
+        );
+        let delay = healthy_delay(&spread, WORKERS, CAP, check);
+        assert!(delay <= rounds(spread.len()), "{delay:?}");
+        // Without the cap, one tenant holds every worker.
+        let uncapped = healthy_delay(&one_tenant, WORKERS, WORKERS, check);
+        assert!(uncapped >= check, "{uncapped:?}");
+        assert!(uncapped <= rounds(one_tenant.len()), "{uncapped:?}");
     }
 }

@@ -62,7 +62,7 @@ fn builder(container: &str, target: &Target<'_>) -> Result<MicrosoftAzureBuilder
         .with_use_emulator(emulator)
         .with_client_options(cloud::client_options(target.timeout).with_allow_http(emulator))
         .with_retry(cloud::retry_config(target.timeout))
-        .with_http_connector(cloud::http::Connector);
+        .with_http_connector(cloud::http::Connector::of(target.variables));
     if let Some(suffix) = from_env("AZURE_ENDPOINT_SUFFIX").filter(|_| !emulator) {
         builder = builder.with_endpoint(format!("https://{account}.blob.{suffix}"));
     }

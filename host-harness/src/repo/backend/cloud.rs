@@ -4,8 +4,9 @@
 //! bounds and error messages are lockwarden's.
 //!
 //! Error messages are made here from the error's kind, its HTTP status and
-//! the store's error code, never from the client's own text: that names the
-//! request URL, which holds an Azure SAS token when one is used.
+//! the store's error code when it is a well-known one, never from the
+//! client's own text: that names the request URL, which holds an Azure SAS
+//! token when one is used, and quotes the storage's answer.
 //!
 //! Every client the stores make is [`http::Connector`]'s: the one HTTP
 //! client policy (no redirect followed, no `Referer`, every body bounded,
@@ -409,7 +410,11 @@ fn status_in(text: &str) -> Option<u16> {
 }
 
 /// The error code of an S3/Azure (`<Code>X</Code>`) or GCS
-/// (`"reason": "X"`) error body: letters only, at most 64.
+/// (`"reason": "X"`) error body, when it is one of [`ERROR_CODES`]. This is
+/// all of an error body any message shows, for every repository: the body
+/// is the storage's text, and a discovered repository's storage is
+/// whatever host a tenant named, which could have lockwarden fetch another
+/// service's answer and quote it in an Event.
 fn error_code(text: &str) -> Option<String> {
     let code = if let Some((_, rest)) = text.split_once("<Code>") {
         rest.split('<').next()?
@@ -417,10 +422,75 @@ fn error_code(text: &str) -> Option<String> {
         let (_, rest) = text.split_once("\"reason\"")?;
         rest.trim_start_matches([':', ' ', '"']).split('"').next()?
     };
-    let ok =
-        !code.is_empty() && code.len() <= 64 && code.chars().all(|c| c.is_ascii_alphanumeric());
-    ok.then(|| code.to_owned())
+    ERROR_CODES
+        .iter()
+        .find(|known| **known == code)
+        .map(|known| (*known).to_owned())
 }
+
+/// The error codes of S3 (and MinIO, Ceph), Azure Blob Storage and GCS
+/// that say why a request failed in a way someone can act on.
+const ERROR_CODES: &[&str] = &[
+    // S3 and its kin.
+    "AccessDenied",
+    "AccountProblem",
+    "AllAccessDisabled",
+    "AuthorizationHeaderMalformed",
+    "ExpiredToken",
+    "InternalError",
+    "InvalidAccessKeyId",
+    "InvalidArgument",
+    "InvalidBucketName",
+    "InvalidObjectState",
+    "InvalidRequest",
+    "InvalidSecurity",
+    "InvalidToken",
+    "MethodNotAllowed",
+    "NoSuchBucket",
+    "NoSuchKey",
+    "NotImplemented",
+    "PermanentRedirect",
+    "PreconditionFailed",
+    "RequestTimeTooSkewed",
+    "RequestTimeout",
+    "ServiceUnavailable",
+    "SignatureDoesNotMatch",
+    "SlowDown",
+    "TemporaryRedirect",
+    "TokenRefreshRequired",
+    "XAmzContentSHA256Mismatch",
+    "XMinioStorageFull",
+    "XMinioServerNotInitialized",
+    // Azure Blob Storage.
+    "AccountIsDisabled",
+    "AuthenticationFailed",
+    "AuthorizationFailure",
+    "AuthorizationPermissionMismatch",
+    "AuthorizationProtocolMismatch",
+    "AuthorizationResourceTypeMismatch",
+    "AuthorizationServiceMismatch",
+    "AuthorizationSourceIPMismatch",
+    "BlobNotFound",
+    "ContainerBeingDeleted",
+    "ContainerDisabled",
+    "ContainerNotFound",
+    "InsufficientAccountPermissions",
+    "InvalidAuthenticationInfo",
+    "NoAuthenticationInformation",
+    "OperationTimedOut",
+    "ResourceNotFound",
+    "ServerBusy",
+    // GCS (`reason`).
+    "accountDisabled",
+    "authError",
+    "backendError",
+    "forbidden",
+    "notFound",
+    "rateLimitExceeded",
+    "unauthorized",
+    "userProjectMissing",
+    "userRateLimitExceeded",
+];
 
 impl Backend for CloudBackend {
     fn name(&self) -> &'static str {
@@ -522,5 +592,12 @@ mod tests {
         let gcs = r#"status code: 404 Not Found: {"error": {"errors": [{"reason": "notFound"}]}}"#;
         assert_eq!(error_code(gcs).as_deref(), Some("notFound"));
         assert_eq!(error_code("<Code>bad code; rm -rf</Code>"), None);
+        // A code of the storage's own choosing is not shown: it could be
+        // another service's answer.
+        assert_eq!(
+            error_code("status code: 500: <Code>Hunter2Token</Code>"),
+            None
+        );
+        assert_eq!(error_code(r#"{"reason": "internalSecretX"}"#), None);
     }
 }

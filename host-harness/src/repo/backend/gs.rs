@@ -46,7 +46,7 @@ fn builder(bucket: &str, target: &Target<'_>) -> Result<GoogleCloudStorageBuilde
         .with_bucket_name(bucket)
         .with_client_options(cloud::client_options(target.timeout))
         .with_retry(cloud::retry_config(target.timeout))
-        .with_http_connector(cloud::http::Connector);
+        .with_http_connector(cloud::http::Connector::of(target.variables));
     if let Some(token) = from_env("GOOGLE_ACCESS_TOKEN") {
         builder = builder.with_config(GoogleConfigKey::BearerToken, token);
     } else if let Some(file) = from_env("GOOGLE_APPLICATION_CREDENTIALS") {

@@ -165,6 +165,14 @@ impl Variables {
         }
     }
 
+    /// Whether the values were given whole (a discovered repository's):
+    /// then nothing of lockwarden's environment applies to reaching its
+    /// storage, its proxy settings (`HTTPS_PROXY`, ...) included, so that
+    /// every request goes straight to the host its object names.
+    pub fn are_given(&self) -> bool {
+        matches!(self.source, VariableSource::Given(_))
+    }
+
     /// The value of `name`, when set and not empty.
     pub fn get(&self, name: &str) -> Option<String> {
         match &self.source {
@@ -187,6 +195,25 @@ impl Variables {
             .map(|(_, value)| value.clone())
             .collect()
     }
+}
+
+/// Why a storage's JSON answer did not parse, in words of our own: the
+/// kind of fault and where it is, never serde's message, which quotes
+/// what it met (`invalid type: string "..."`): an answer is the storage's
+/// text, and a discovered repository's storage is whatever host a tenant
+/// named.
+pub(crate) fn unparsed(e: &serde_json::Error) -> String {
+    let what = match e.classify() {
+        serde_json::error::Category::Io => "could not be read",
+        serde_json::error::Category::Syntax => "is not JSON",
+        serde_json::error::Category::Data => "is JSON of another shape",
+        serde_json::error::Category::Eof => "ends early",
+    };
+    format!(
+        "the answer {what} (line {}, column {})",
+        e.line(),
+        e.column()
+    )
 }
 
 /// What opening a backend is given.
@@ -629,6 +656,12 @@ mod tests {
         );
         assert_eq!(given.secrets(), ["s3cr3t-value"]);
         assert!(!format!("{given:?}").contains("s3cr3t"), "{given:?}");
+        // Nothing of lockwarden's environment: cargo sets PATH for tests.
+        assert!(std::env::var_os("PATH").is_some());
+        assert_eq!(given.get("PATH"), None);
+        assert!(given.are_given());
+        assert!(!Variables::prefixed("REPO_A_").are_given());
+        assert!(!Variables::default().are_given());
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub const SCHEME: Scheme = Scheme {
             url.credentials.as_ref(),
             target.shown.to_owned(),
             target.timeout,
+            !target.variables.are_given(),
         )))
     },
     modifies: true,
@@ -148,22 +149,28 @@ impl Resolver for Lookup {
 impl RestBackend {
     /// A store for the repository at `base` (no trailing slash), with
     /// optional basic-auth credentials; `display` is the redacted location.
-    /// Each request, body included, ends within `timeout`.
+    /// Each request, body included, ends within `timeout`. Through the
+    /// proxy lockwarden's environment names (`HTTPS_PROXY`, ...) only when
+    /// `environment_proxy` ([`super::Variables::are_given`]).
     pub fn new(
         base: &str,
         credentials: Option<&(String, String)>,
         display: String,
         timeout: Duration,
+        environment_proxy: bool,
     ) -> RestBackend {
-        let config = Agent::config_builder()
+        let mut config = Agent::config_builder()
             .timeout_global(Some(timeout))
             .timeout_connect(Some(timeout.min(CONNECT_TIMEOUT)))
             .http_status_as_error(false)
             // ureq follows 10 redirects by default: a redirect to another
             // host would have lockwarden judge (and delete) that host's
             // files. A 3xx is answered as an error instead ([`answered`]).
-            .max_redirects(0)
-            .build();
+            .max_redirects(0);
+        if !environment_proxy {
+            config = config.proxy(None);
+        }
+        let config = config.build();
         let agent = Agent::with_parts(config, DefaultConnector::new(), Lookup::default());
         RestBackend {
             agent,
@@ -261,7 +268,10 @@ impl RestBackend {
 /// protocol lists nothing but files.
 pub fn parse_listing(body: &[u8], v2: bool, dir: &str) -> Result<Vec<FileInfo>, BackendError> {
     let not_listing = |e: serde_json::Error| {
-        BackendError::Other(format!("listing {dir}: not a REST listing: {e}"))
+        BackendError::Other(format!(
+            "listing {dir}: not a REST listing: {}",
+            super::unparsed(&e)
+        ))
     };
     let files: Vec<FileInfo> = if v2 {
         serde_json::from_slice::<Vec<V2Entry>>(body)
@@ -435,6 +445,27 @@ pub(super) fn removal(status: u16, path: &str, shown: &str) -> Result<Removal, B
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A storage's answer is never quoted: serde's own messages would
+    /// (`invalid type: string "..."`).
+    #[test]
+    fn a_listing_that_is_not_one_is_said_without_its_text() {
+        let bodies: [&[u8]; 5] = [
+            br#""INTERNAL-ANSWER""#,
+            br#"[{"name": "a", "size": "INTERNAL-ANSWER"}]"#,
+            br#"["a", {"INTERNAL-ANSWER": 1}]"#,
+            br#"[INTERNAL-ANSWER]"#,
+            br#"["INTERNAL-ANSWER"#,
+        ];
+        for body in bodies {
+            for v2 in [true, false] {
+                let err = parse_listing(body, v2, "locks/").expect_err("not a listing");
+                let text = err.to_string();
+                assert!(text.contains("not a REST listing"), "{text}");
+                assert!(!text.contains("INTERNAL"), "{text}");
+            }
+        }
+    }
 
     #[test]
     fn every_refusal_is_denied_and_no_redirect_is_followed() {

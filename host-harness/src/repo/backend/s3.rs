@@ -157,7 +157,7 @@ impl S3Location {
             .with_allow_http(self.http)
             .with_client_options(cloud::client_options(target.timeout).with_allow_http(self.http))
             .with_retry(cloud::retry_config(target.timeout))
-            .with_http_connector(cloud::http::Connector)
+            .with_http_connector(cloud::http::Connector::of(target.variables))
             // One lock is deleted at a time: a plain `DELETE /key`, which
             // every S3-compatible store has, not DeleteObjects, whose answer
             // object_store trusts to name only the keys it was asked for

@@ -3,7 +3,8 @@
 //! repository's configured name, id and backend, never its location (it may
 //! hold credentials), and nothing of a password, token or environment
 //! variable. Strings from outside (hostnames, a policy's reasons, errors)
-//! are JSON strings, escaped by serde.
+//! are JSON strings, escaped by serde; the human `message` made of them is
+//! escaped as a log line is (see [`super`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -175,7 +176,8 @@ pub struct Event {
     /// `removal_failed`: the removal's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// One sentence for humans (a chat message, a log line).
+    /// One sentence for humans (a chat message, a log line), escaped as
+    /// log lines are ([`crate::text::escape`]) once it is dispatched.
     pub message: String,
 }
 

@@ -13,9 +13,12 @@ use crate::kubernetes::time;
 use crate::kubernetes::{Kubernetes, is_object_name};
 use crate::watch::discover::Owner;
 
-/// The longest message an Event carries here (the API's own limit for
-/// events.k8s.io is 1 kB).
+/// The longest message an Event carries (the API's limit, in bytes).
 const MESSAGE: usize = 1024;
+/// The longest name the API gives an object (a DNS subdomain).
+const NAME: usize = 253;
+/// The longest `reportingInstance` the API takes.
+const REPORTING_INSTANCE: usize = 128;
 
 /// Events on one object.
 pub struct KubernetesSink {
@@ -39,17 +42,50 @@ impl KubernetesSink {
             EventKind::Recovered => ("LockChecksRecovered", "Normal"),
             _ => return None,
         };
-        Some(self.create(reason, kind, &event.message))
+        Some(self.create(reason, kind, event))
     }
 
-    fn create(&self, reason: &str, kind: &str, message: &str) -> Result<(), String> {
+    fn create(&self, reason: &str, kind: &str, event: &Event) -> Result<(), String> {
+        if !is_object_name(&self.owner.namespace) {
+            return Err("its namespace is not a name the API gives".into());
+        }
+        let instance = crate::evidence::hostname().unwrap_or_default();
+        let body = self.body(reason, kind, event, &instance, crate::time::now())?;
         let client = Kubernetes::shared(self.timeout).map_err(|e| e.to_string())?;
+        let path = format!("/api/v1/namespaces/{}/events", self.owner.namespace);
+        client
+            .send::<serde_json::Value>(self.timeout, "POST", &path, Some(&body))
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The Event of `event` (whose message is escaped already,
+    /// [`super::Notifier`]) at `now`, from `instance`, within the API's
+    /// limits: its name is the object's (cut to fit) and the event's id,
+    /// as client-go names Events `<object>.<unique>` (a `generateName`
+    /// ending in `.` is not a name prefix the API takes); its message at
+    /// most [`MESSAGE`] bytes.
+    fn body(
+        &self,
+        reason: &str,
+        kind: &str,
+        event: &Event,
+        instance: &str,
+        now: i64,
+    ) -> Result<serde_json::Value, String> {
         let owner = &self.owner;
-        let now = time(crate::time::now());
-        let body = json!({
+        let base = cut_to(&owner.name, NAME - event.id.len() - 1).trim_end_matches(['.', '-']);
+        let name = format!("{base}.{}", event.id);
+        if !is_object_name(&name) {
+            return Err("its object's name gives no Event name the API takes".into());
+        }
+        let mut message = event.message.clone();
+        crate::text::cut(&mut message, MESSAGE - '…'.len_utf8());
+        let now = time(now);
+        Ok(json!({
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": { "generateName": format!("{}.", owner.name), "namespace": owner.namespace },
+            "metadata": { "name": name, "namespace": owner.namespace },
             "involvedObject": {
                 "apiVersion": owner.api_version,
                 "kind": owner.kind,
@@ -58,31 +94,110 @@ impl KubernetesSink {
                 "uid": owner.uid,
             },
             "reason": reason,
-            "message": truncate(message),
+            "message": message,
             "type": kind,
             "source": { "component": "lockwarden" },
             "reportingComponent": "lockwarden",
-            "reportingInstance": crate::evidence::hostname().unwrap_or_default(),
+            "reportingInstance": cut_to(instance, REPORTING_INSTANCE),
             "firstTimestamp": now,
             "lastTimestamp": now,
             "count": 1,
-        });
-        if !is_object_name(&owner.namespace) {
-            return Err("its namespace is not a name the API gives".into());
-        }
-        let path = format!("/api/v1/namespaces/{}/events", owner.namespace);
-        client
-            .send::<serde_json::Value>(self.timeout, "POST", &path, Some(&body))
-            .map(drop)
-            .map_err(|e| e.to_string())
+        }))
     }
 }
 
-/// `message` cut to [`MESSAGE`] bytes at a character boundary.
-fn truncate(message: &str) -> &str {
-    let mut end = message.len().min(MESSAGE);
-    while !message.is_char_boundary(end) {
+/// `text` cut to at most `max` bytes at a character boundary.
+fn cut_to(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    &message[..end]
+    &text[..end]
+}
+
+impl KubernetesSink {
+    /// Creates a `RepositoryNotWatched` Event saying `why` the object's
+    /// repository is not watched (discovery's refusal, never a secret).
+    pub fn not_watched(&self, why: &str) -> Result<(), String> {
+        let repository = super::event::RepositoryRef {
+            name: self.owner.label(),
+            id: None,
+            backend: None,
+        };
+        let mut event = Event::new(EventKind::ChecksFailing, crate::time::now(), &repository);
+        event.message = crate::text::escape(why).into_owned();
+        self.create("RepositoryNotWatched", "Warning", &event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::watch::notify::event::RepositoryRef;
+
+    fn sink(name: &str) -> KubernetesSink {
+        KubernetesSink::new(
+            Owner {
+                api_version: "volsync.backube/v1alpha1".into(),
+                kind: "ReplicationSource".into(),
+                namespace: "tenant-a".into(),
+                name: name.into(),
+                uid: None,
+            },
+            Duration::from_secs(1),
+        )
+    }
+
+    fn event(message: &str) -> Event {
+        let mut event = Event::new(EventKind::ChecksFailing, 0, &RepositoryRef::default());
+        event.message = message.into();
+        event
+    }
+
+    /// The name, message and reporting instance stay within what the API
+    /// takes, however long the object's name, the message or the host.
+    #[test]
+    fn every_field_is_within_the_api_limits() {
+        let long = format!("{}-{}", "a".repeat(230), "b".repeat(22));
+        let message = format!("{}é", "x".repeat(1022));
+        let body = sink(&long)
+            .body(
+                "LockChecksFailing",
+                "Warning",
+                &event(&message),
+                &"h".repeat(300),
+                0,
+            )
+            .expect("an Event");
+        let name = body["metadata"]["name"].as_str().expect("a name");
+        assert!(name.len() <= NAME && is_object_name(name), "{name}");
+        let message = body["message"].as_str().expect("a message");
+        assert!(
+            message.len() <= MESSAGE && message.ends_with('…'),
+            "{message}"
+        );
+        assert_eq!(body["involvedObject"]["name"], long.as_str());
+        let instance = body["reportingInstance"].as_str().expect("an instance");
+        assert_eq!(instance.len(), REPORTING_INSTANCE);
+        // Cut just after a `-`: the name still ends a label properly.
+        let dashed = format!("{}-bcd", "a".repeat(219));
+        let body = sink(&dashed)
+            .body("LockChecksFailing", "Warning", &event("m"), "h", 0)
+            .expect("an Event");
+        let name = body["metadata"]["name"].as_str().expect("a name");
+        assert!(name.starts_with(&format!("{}.", "a".repeat(219))), "{name}");
+        assert_eq!(body["message"], "m");
+    }
+
+    /// Each Event has a name of its own, made of the object's and the
+    /// event's id.
+    #[test]
+    fn each_event_is_named_after_its_object_and_its_id() {
+        let event = event("m");
+        let body = sink("data")
+            .body("StaleLockRemoved", "Normal", &event, "lockwarden-0", 0)
+            .expect("an Event");
+        assert_eq!(body["metadata"]["name"], format!("data.{}", event.id));
+        assert!(body["metadata"].get("generateName").is_none());
+    }
 }

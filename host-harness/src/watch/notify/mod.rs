@@ -7,6 +7,12 @@
 //! - [`settings`]: the configuration's `notify` tables;
 //! - [`webhook`] and [`hook`]: the sinks.
 //!
+//! An event's message is escaped once, when it is dispatched
+//! ([`crate::text::escape`]: control characters, bidirectional overrides):
+//! its log line, its Kubernetes Event and the `message` of its JSON all
+//! show the same text; the JSON's other fields hold the values as they are,
+//! escaped by JSON itself.
+//!
 //! Each event is one log line (`event = ...` among its fields) and, when the
 //! repository has sinks and the kind is not filtered out, is handed to the
 //! repository's sender thread through a bounded queue. A full queue drops
@@ -100,7 +106,7 @@ impl Notifier {
     fn dispatch(&self, events: Vec<Event>) {
         let mut dropped = 0u64;
         for mut event in events {
-            self.scrub(&mut event);
+            self.seal(&mut event);
             log(&event);
             let Some(queue) = &self.queue else { continue };
             if !self.settings.events.contains(&event.event) {
@@ -126,6 +132,14 @@ impl Notifier {
         }
     }
 
+    /// The event as it leaves: what `hidden` holds replaced ([`Self::scrub`],
+    /// first, so that a secret holding a character escaping changes is
+    /// still found), then its message escaped.
+    fn seal(&self, event: &mut Event) {
+        self.scrub(event);
+        event.message = escape(&event.message).into_owned();
+    }
+
     fn scrub(&self, event: &mut Event) {
         let instead = format!("`{}`", self.name);
         let clean = |text: &mut String| {
@@ -148,7 +162,8 @@ impl Notifier {
     }
 }
 
-/// The one log line of an event, at warning level for events to act on.
+/// The one log line of an event, at warning level for events to act on;
+/// its message escaped already ([`Notifier::dispatch`]).
 fn log(event: &Event) {
     let kind = event.event.name();
     let id = event
@@ -163,7 +178,7 @@ fn log(event: &Event) {
         .as_ref()
         .map(|v| escape(&v.rule).into_owned())
         .unwrap_or_default();
-    let message = escape(&event.message);
+    let message = &event.message;
     if event.event.is_warning() {
         tracing::warn!(event = kind, lock = id, rule = %rule, "{message}");
     } else {
@@ -233,5 +248,37 @@ fn send_all(queue: &Receiver<Event>, sinks: &Sinks, metrics: &Metrics, name: &st
         if let Some(result) = sinks.kubernetes.as_ref().and_then(|k| k.deliver(&event)) {
             outcome("kubernetes", "Kubernetes Event not created", result);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use event::{EventKind, RepositoryRef};
+
+    /// Secrets are replaced first, then the message is escaped once: the
+    /// same text for the log line and every sink.
+    #[test]
+    fn a_message_is_scrubbed_then_escaped_once() {
+        let notifier = Notifier::start(
+            "demo",
+            NotifySettings::default(),
+            None,
+            vec!["pa\\ss\nword".into()],
+            Arc::new(Metrics::new()),
+        );
+        let mut event = Event::new(EventKind::ChecksFailing, 0, &RepositoryRef::default());
+        event.message = "lock (root\n@e\u{1b}[2J\u{202e}x) with pa\\ss\nword".into();
+        event.error = Some("raw\n".into());
+        notifier.seal(&mut event);
+        assert_eq!(
+            event.message,
+            "lock (root\\n@e\\u{1b}[2J\\u{202e}x) with `demo`"
+        );
+        assert_eq!(
+            event.error.as_deref(),
+            Some("raw\n"),
+            "JSON escapes its fields"
+        );
     }
 }

@@ -14,6 +14,10 @@
 //!   roots, default headers: lockwarden sets none), and trusts the TLS
 //!   roots every reqwest client of lockwarden trusts ([`crate::tls`]: the
 //!   system's, through reqwest's platform verifier);
+//! - goes through the proxy lockwarden's environment names (`HTTPS_PROXY`,
+//!   ...) only for a repository whose variables are read from there: a
+//!   discovered one's requests go straight to the host its object names
+//!   ([`Connector::of`]);
 //! - reads every response body within a bound: a listing page and an error
 //!   body within [`limits::LISTING_BODY`], anything else within the largest
 //!   restic file lockwarden reads, failing past it with a message that says
@@ -39,6 +43,7 @@ use object_store::client::{
 use super::listing::Asked;
 use super::refusal::Refusal;
 use crate::limits;
+use crate::repo::backend::Variables;
 
 /// The most bytes of any answer but a listing page or an error body: the
 /// largest restic file lockwarden reads (object reads are bounded by their
@@ -58,14 +63,30 @@ const USER_AGENT: &str = concat!("lockwarden/", env!("CARGO_PKG_VERSION"));
 
 /// Makes the object stores' HTTP clients (give it to each store's
 /// builder: `with_http_connector`).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Connector;
+#[derive(Debug, Clone, Copy)]
+pub struct Connector {
+    /// Whether the proxy lockwarden's environment names is used.
+    environment_proxy: bool,
+}
+
+impl Connector {
+    /// The connector of a repository whose storage variables are
+    /// `variables`: without any proxy of lockwarden's environment when
+    /// they were given whole ([`Variables::are_given`]).
+    pub fn of(variables: &Variables) -> Connector {
+        Connector {
+            environment_proxy: !variables.are_given(),
+        }
+    }
+}
 
 impl HttpConnector for Connector {
     fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
-        let client = shared_client(options).map_err(|source| object_store::Error::Generic {
-            store: "HTTP client",
-            source: source.into(),
+        let client = shared_client(options, self.environment_proxy).map_err(|source| {
+            object_store::Error::Generic {
+                store: "HTTP client",
+                source: source.into(),
+            }
         })?;
         Ok(HttpClient::new(Service { client }))
     }
@@ -81,31 +102,40 @@ const CLIENT_KEYS: [ClientConfigKey; 5] = [
     ClientConfigKey::Http1Only,
 ];
 
-/// The one client of the process for what `options` say: every store with
-/// the same settings shares it, its TLS roots and its connection pool (a
-/// client of its own per repository cost `watch` about 100 KiB of memory
-/// per repository, most of it its copy of the TLS roots). Requests carry
-/// their own credentials, and the client keeps no cookies, so sharing
-/// carries nothing from one store to another.
-fn shared_client(options: &ClientOptions) -> Result<reqwest::Client, String> {
-    static CLIENTS: std::sync::Mutex<Vec<(Vec<Option<String>>, reqwest::Client)>> =
+/// The one client of the process for what `options` say, with or without
+/// the `environment_proxy`: every store with the same settings shares it,
+/// its TLS roots and its connection pool (a client of its own per
+/// repository cost `watch` about 100 KiB of memory per repository, most of
+/// it its copy of the TLS roots). Requests carry their own credentials,
+/// and the client keeps no cookies, so sharing carries nothing from one
+/// store to another.
+fn shared_client(
+    options: &ClientOptions,
+    environment_proxy: bool,
+) -> Result<reqwest::Client, String> {
+    type Settings = (Vec<Option<String>>, bool);
+    static CLIENTS: std::sync::Mutex<Vec<(Settings, reqwest::Client)>> =
         std::sync::Mutex::new(Vec::new());
-    let settings: Vec<Option<String>> = CLIENT_KEYS
-        .iter()
-        .map(|key| options.get_config_value(key))
-        .collect();
+    let settings: Settings = (
+        CLIENT_KEYS
+            .iter()
+            .map(|key| options.get_config_value(key))
+            .collect(),
+        environment_proxy,
+    );
     let mut clients = CLIENTS.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, client)) = clients.iter().find(|(s, _)| *s == settings) {
         return Ok(client.clone());
     }
-    let client = client(options)?;
+    let client = client(options, environment_proxy)?;
     clients.push((settings, client.clone()));
     Ok(client)
 }
 
 /// A reqwest client under this policy, with what `options` say
-/// ([`CLIENT_KEYS`]).
-fn client(options: &ClientOptions) -> Result<reqwest::Client, String> {
+/// ([`CLIENT_KEYS`]), through the proxy of lockwarden's environment only
+/// when `environment_proxy`.
+fn client(options: &ClientOptions, environment_proxy: bool) -> Result<reqwest::Client, String> {
     crate::tls::install_provider();
     let value = |key: ClientConfigKey| options.get_config_value(&key);
     let duration = |key: ClientConfigKey| -> Result<Option<Duration>, String> {
@@ -130,6 +160,9 @@ fn client(options: &ClientOptions) -> Result<reqwest::Client, String> {
     }
     if value(ClientConfigKey::Http1Only).as_deref() == Some("true") {
         builder = builder.http1_only();
+    }
+    if !environment_proxy {
+        builder = builder.no_proxy();
     }
     builder.build().map_err(|e| {
         let cause = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
@@ -348,14 +381,15 @@ mod tests {
         let ours = ClientOptions::new()
             .with_timeout(Duration::from_secs(90))
             .with_connect_timeout(Duration::from_millis(1500));
-        assert!(client(&ours).is_ok());
+        assert!(client(&ours, true).is_ok());
+        assert!(client(&ours, false).is_ok());
         // What the instance-metadata providers ask for.
         let metadata = ours
             .with_allow_http(true)
             .with_connect_timeout(Duration::from_secs(1));
-        assert!(client(&metadata).is_ok());
+        assert!(client(&metadata, true).is_ok());
         let bad = ClientOptions::new().with_config(ClientConfigKey::Timeout, "soon");
-        let err = client(&bad).expect_err("not a duration");
+        let err = client(&bad, true).expect_err("not a duration");
         assert!(err.contains("Timeout"), "{err}");
     }
 }
