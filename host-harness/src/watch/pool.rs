@@ -201,7 +201,7 @@ impl Pool {
                     }
                     Err(unusable) => {
                         seen.insert(unusable.name.clone());
-                        self.refuse(&unusable, round.operator, unusable.why.clone());
+                        self.refuse(unusable, round.operator);
                     }
                 }
             }
@@ -246,15 +246,7 @@ impl Pool {
                         demand.get(&owner.namespace).copied().unwrap_or_default(),
                         cap
                     );
-                    self.refuse(
-                        &Unusable {
-                            name: repo.name,
-                            owner: Box::new(owner),
-                            why: why.clone(),
-                        },
-                        operator,
-                        why,
-                    );
+                    self.refuse(Unusable::new(repo.name, owner, why), operator);
                 }
             }
         }
@@ -301,15 +293,7 @@ impl Pool {
         match self.running.get(&name) {
             Some(running) if running.operator.is_none() => {
                 let why = "a [[repository]] has the same name".to_owned();
-                self.refuse(
-                    &Unusable {
-                        name,
-                        owner: Box::new(owner),
-                        why: why.clone(),
-                    },
-                    operator,
-                    why,
-                );
+                self.refuse(Unusable::new(name, owner, why), operator);
                 return;
             }
             Some(running) if running.fingerprint == fingerprint(&repo) => return,
@@ -326,15 +310,7 @@ impl Pool {
             }
             Err(e) => {
                 let why = e.to_string();
-                self.refuse(
-                    &Unusable {
-                        name,
-                        owner: Box::new(owner),
-                        why: why.clone(),
-                    },
-                    operator,
-                    why,
-                );
+                self.refuse(Unusable::new(name, owner, why), operator);
             }
         }
     }
@@ -342,8 +318,9 @@ impl Pool {
     /// Logs (once per reason) why `unusable` is not watched, counts it in
     /// the metrics and stops it if it was; its Event follows
     /// ([`Pool::tell_refusals`]).
-    fn refuse(&mut self, unusable: &Unusable, operator: Operator, why: String) {
-        let name = unusable.name.as_str();
+    fn refuse(&mut self, unusable: Unusable, operator: Operator) {
+        let Unusable { name, owner, why } = unusable;
+        let name = name.as_str();
         if self.running.get(name).is_some_and(|r| r.operator.is_some()) {
             self.retire(name, "it can no longer be watched");
         }
@@ -356,7 +333,7 @@ impl Pool {
                 .set(1);
             let refusal = Refusal {
                 operator,
-                owner: (*unusable.owner).clone(),
+                owner: *owner,
                 why,
                 told: false,
             };

@@ -155,6 +155,17 @@ pub struct Unusable {
     pub why: String,
 }
 
+impl Unusable {
+    /// Repository `name` of `owner`, not watched because of `why`.
+    pub fn new(name: String, owner: Owner, why: String) -> Unusable {
+        Unusable {
+            name,
+            owner: Box::new(owner),
+            why,
+        }
+    }
+}
+
 /// The discovery settings, checked.
 #[derive(Debug, Clone)]
 pub struct Discovery {
