@@ -493,3 +493,111 @@ fn report_mode_tells_a_kept_lock_once_and_a_refused_pod_list_proves_nothing() {
     );
     assert!(log.contains("host inventory unusable"), "{log}");
 }
+
+/// The paragraph `discover` printed for repository `name`.
+fn paragraph(stdout: &str, name: &str) -> String {
+    let start = stdout
+        .find(&format!("{name} ("))
+        .unwrap_or_else(|| panic!("{name} not printed:\n{stdout}"));
+    stdout[start..]
+        .split("\n\n")
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `lockwarden discover` over the operators' own sample objects prints
+/// each repository `watch` would watch, with its location, the Secrets and
+/// keys it was read from (names only) and its pods' pattern; the objects it
+/// would not watch, each with why; nothing secret. `--json` says the same.
+/// `--open` opens each with its password and keys: the Stash sample's
+/// Azure repository (an account key that is not one) fails to, and the
+/// exit code says so.
+#[test]
+fn discover_prints_what_watch_would_watch_and_why_not_the_rest() {
+    let bucket = Store::S3.new_bucket();
+    let stash = bucket.init_repo("backup/demo/deployment/stash-demo");
+    let volsync = bucket.init_repo("restic-repo");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fills = [
+        ("S3_ENDPOINT", format!("http://{}", bucket.addr())),
+        ("S3_BUCKET", bucket.name.clone()),
+        ("ACCESS_KEY", S3_ACCESS_KEY_ID.to_owned()),
+        ("SECRET_KEY", S3_SECRET_KEY.to_owned()),
+        ("PASSWORD", PASSWORD.to_owned()),
+        ("LOCAL_PATH", "/nowhere".to_owned()),
+        ("AZURE_ENDPOINT", "http://127.0.0.1:9".to_owned()),
+    ];
+    let files = samples(dir.path(), &fills, &["stash.yaml", "volsync.yaml"]);
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let kube = KubeEmulator::start(&paths);
+    let kubeconfig = kube.write_kubeconfig(dir.path());
+    let discover = |args: &[&str]| {
+        let out = lockwarden_tests::lockwarden(&dir.path().join("cache"))
+            .arg("discover")
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .expect("run discover");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for secret in [PASSWORD, S3_SECRET_KEY] {
+            assert!(!text.contains(secret), "a secret was printed:\n{text}");
+        }
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            text,
+        )
+    };
+    let (code, stdout, all) = discover(&[]);
+    assert_eq!(code, Some(0), "{all}");
+    let source = paragraph(&stdout, "source/ReplicationSource/database-source");
+    for want in [
+        "  watched",
+        &format!("  location: {}", volsync.location),
+        "  secret:   source/restic-config (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, RESTIC_PASSWORD, RESTIC_REPOSITORY)",
+        "  pods:     ^volsync-(src|dst)-",
+    ] {
+        assert!(source.contains(want), "{want:?} not in:\n{source}\n\n{all}");
+    }
+    let repo = paragraph(&stdout, "demo/Repository/minio-repo");
+    assert!(
+        repo.contains(&format!("location: {}", stash.location)),
+        "{repo}"
+    );
+    assert!(!stdout.contains("opened"), "{stdout}");
+    let local = paragraph(&stdout, "source/ReplicationSource/local-source");
+    assert!(
+        local.contains("NOT WATCHED: its repository is on local"),
+        "{local}"
+    );
+    let (code, stdout, all) = discover(&["--json"]);
+    assert_eq!(code, Some(0), "{all}");
+    let doc: Value = serde_json::from_str(&stdout).expect("JSON");
+    let entry = doc["repositories"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["repository"] == "source/ReplicationSource/database-source")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(entry["watched"], true, "{entry}");
+    assert_eq!(entry["object"]["apiVersion"], "volsync.backube/v1alpha1");
+    assert_eq!(entry["secrets"][0]["name"], "restic-config", "{entry}");
+    assert!(entry.get("open").is_none(), "{entry}");
+    let (code, stdout, all) = discover(&["--open"]);
+    assert_eq!(code, Some(1), "{all}");
+    for opened in [
+        "source/ReplicationSource/database-source",
+        "demo/Repository/minio-repo",
+    ] {
+        let text = paragraph(&stdout, opened);
+        assert!(text.contains("  opened:   repository "), "{text}\n\n{all}");
+    }
+    let azure = paragraph(&stdout, "demo/Repository/azure-repo");
+    assert!(azure.contains("OPEN FAILED: "), "{azure}\n\n{all}");
+}

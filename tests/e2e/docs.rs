@@ -383,6 +383,58 @@ fn about() -> BTreeMap<&'static str, String> {
     ])
 }
 
+/// `lockwarden discover --open` in a cluster (the emulator) of two
+/// tenants: one VolSync repository on S3 (moto) that opens, one that is
+/// refused.
+fn discover_sample() -> BTreeMap<&'static str, String> {
+    use lockwarden_tests::cloud::{S3_ACCESS_KEY_ID, S3_SECRET_KEY, Store};
+    use lockwarden_tests::kube_emulator::KubeEmulator;
+    use serde_json::json;
+    let bucket = Store::S3.new_bucket();
+    let repo = bucket.init_repo("team-a/db");
+    let source = |namespace: &str, name: &str, location: &str| {
+        json!([
+            {"apiVersion": "v1", "kind": "Secret",
+             "metadata": {"name": format!("{name}-restic"), "namespace": namespace},
+             "stringData": {"RESTIC_REPOSITORY": location,
+                            "RESTIC_PASSWORD": lockwarden_tests::restic::PASSWORD,
+                            "AWS_ACCESS_KEY_ID": S3_ACCESS_KEY_ID,
+                            "AWS_SECRET_ACCESS_KEY": S3_SECRET_KEY}},
+            {"apiVersion": "volsync.backube/v1alpha1", "kind": "ReplicationSource",
+             "metadata": {"name": name, "namespace": namespace},
+             "spec": {"sourcePVC": name, "restic": {"repository": format!("{name}-restic")}}},
+        ])
+    };
+    let kube = KubeEmulator::start(&[]);
+    kube.apply(source("team-a", "db", &repo.location));
+    kube.apply(source("team-b", "files", "/mnt/backup"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = finish(
+        lockwarden(&dir.path().join("cache"))
+            .args(["discover", "--open"])
+            .env("KUBECONFIG", kube.write_kubeconfig(dir.path()))
+            .env_remove("KUBERNETES_SERVICE_HOST"),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = out
+        .stdout
+        .split_once("opened:   repository ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no repository opened: {out:?}"))
+        .to_owned();
+    let mut normal = Normal::default();
+    normal.exact.push((id, "5f0c41e2".repeat(8)));
+    normal.exact.push((
+        format!("http://{}/{}", bucket.addr(), bucket.name),
+        "https://minio.storage:9000/backups".into(),
+    ));
+    let typed = "$ lockwarden discover --open";
+    BTreeMap::from([(
+        "discover",
+        exited(block(typed, &out, &normal, &BTreeMap::new()), &out),
+    )])
+}
+
 // ---------------------------------------------------------------------------
 // Sample blocks in the markdown
 
@@ -425,6 +477,7 @@ fn rewrite(
 fn sample_output_in_the_docs_is_what_the_binary_prints() {
     let mut samples = quick_start();
     samples.extend(about());
+    samples.extend(discover_sample());
     let bless = std::env::var_os("LOCKWARDEN_BLESS").is_some_and(|v| v == "1");
     let mut found = BTreeSet::new();
     let mut stale = Vec::new();

@@ -11,6 +11,7 @@ macro_rules! outln {
 
 mod check;
 mod child;
+mod discover;
 mod evidence_args;
 mod failure;
 mod hold;
@@ -166,6 +167,8 @@ enum Command {
     Hold(hold::HoldArgs),
     /// Check many repositories periodically (TOML config), with metrics.
     Watch(watch::WatchArgs),
+    /// Show what discovery would watch in the cluster, and why not the rest.
+    Discover(discover::DiscoverArgs),
     /// Inspect and run stale-lock policies.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
@@ -191,6 +194,7 @@ pub fn run(cli: Cli) -> Outcome<ExitCode> {
         Command::Run(args) => run::run(&args),
         Command::Hold(args) => hold::run(&args),
         Command::Watch(args) => watch::run(&args),
+        Command::Discover(args) => discover::run(&args),
         Command::Policy(command) => policy::run(command),
     }
 }

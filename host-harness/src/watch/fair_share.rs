@@ -36,9 +36,55 @@ pub fn shares(demand: &BTreeMap<String, usize>, cap: usize) -> BTreeMap<String, 
     }
 }
 
+/// Which of `wanted` (the namespace of each repository asking, in the
+/// order they are taken) get a slot of `cap`, when repositories of the
+/// namespaces `kept` hold theirs already: for each, nothing or why not.
+pub fn allot(wanted: &[&str], kept: &[&str], cap: usize) -> Vec<Result<(), String>> {
+    let mut demand: BTreeMap<String, usize> = BTreeMap::new();
+    for namespace in kept.iter().chain(wanted) {
+        *demand.entry((*namespace).to_owned()).or_default() += 1;
+    }
+    let mut left = shares(&demand, cap);
+    for namespace in kept {
+        if let Some(n) = left.get_mut(*namespace) {
+            *n = n.saturating_sub(1);
+        }
+    }
+    let refused = |namespace: &str| {
+        format!(
+            "namespace {} has more discovered repositories ({}) than its fair share of the {cap} \
+             one watch takes, which the other namespaces keep",
+            crate::text::escape(namespace),
+            demand.get(namespace).copied().unwrap_or_default(),
+        )
+    };
+    (wanted.iter())
+        .map(|namespace| match left.get_mut(*namespace) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                Ok(())
+            }
+            _ => Err(refused(namespace)),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slots_kept_count_against_their_namespace() {
+        let got = allot(&["a", "a", "b", "b"], &["a"], 3);
+        assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 2);
+        assert!(got[0].is_ok() && got[1].is_err(), "{got:?}");
+        assert!(got[2].is_ok() && got[3].is_err(), "{got:?}");
+        let why = got[1].as_ref().unwrap_err();
+        assert!(
+            why.contains("namespace a has more discovered repositories (3)"),
+            "{why}"
+        );
+    }
 
     fn demand(rows: &[(&str, usize)]) -> BTreeMap<String, usize> {
         rows.iter().map(|(ns, n)| ((*ns).to_owned(), *n)).collect()

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::config::WatchedRepository;
-use super::discover::{ClusterView, Discovery, Operator, Owner, Template, Unusable};
+use super::discover::{
+    Candidate, ClusterView, Discovery, Listed, Operator, Owner, Template, Unusable,
+};
 use super::fair_share;
 use super::metrics::NotWatched;
 use super::notify::kubernetes::KubernetesSink;
@@ -37,17 +39,6 @@ struct Running {
     /// Its object's namespace; `None` for a fixed one.
     namespace: Option<String>,
 }
-
-/// A usable discovered repository, before its namespace's share is known.
-struct Candidate {
-    operator: Operator,
-    owner: Owner,
-    repo: WatchedRepository,
-}
-
-/// An operator whose objects were listed this round, and the namespaces
-/// whose objects could not be read.
-type Listed = (Operator, BTreeMap<String, String>);
 
 /// Why an object is not watched, as last said.
 struct Refusal {
@@ -165,104 +156,48 @@ impl Pool {
             }
         };
         let view = ClusterView::new(&client, timeout, &discovery.access);
-        let mut usable = Vec::new();
-        let mut listed = Vec::new();
-        let mut seen = HashSet::new();
-        for round in discovery.round(&view) {
-            let found = match round.found {
-                Ok(found) => found,
-                Err(e) => {
-                    tracing::error!(
-                        "discovery: cannot list the objects of {}; its repositories are left as they were: {}",
-                        round.operator.name(),
-                        escape(&e)
-                    );
-                    continue;
-                }
-            };
-            for (namespace, why) in &round.blind {
+        let survey = discovery.survey(&view, template);
+        for (operator, why) in &survey.unlisted {
+            tracing::error!(
+                "discovery: cannot list the objects of {}; its repositories are left as they were: {}",
+                operator.name(),
+                escape(why)
+            );
+        }
+        for (operator, blind) in &survey.listed {
+            for (namespace, why) in blind {
                 tracing::error!(
                     "discovery: the {} objects of namespace {} cannot be read; its repositories are left as they were: {}",
-                    round.operator.name(),
+                    operator.name(),
                     escape(namespace),
                     escape(why)
                 );
             }
-            for one in found {
-                match one.and_then(|d| template.watched(d)) {
-                    Ok(repo) => {
-                        if let Some(owner) = repo.owner.clone() {
-                            usable.push(Candidate {
-                                operator: round.operator,
-                                owner,
-                                repo,
-                            });
-                        }
-                    }
-                    Err(unusable) => {
-                        seen.insert(unusable.name.clone());
-                        self.refuse(unusable, round.operator);
-                    }
-                }
-            }
-            listed.push((round.operator, round.blind));
         }
-        seen.extend(self.admit(usable, &listed, discovery.max_repositories));
-        for (operator, blind) in &listed {
+        let mut seen = HashSet::new();
+        for (operator, unusable) in survey.refused {
+            seen.insert(unusable.name.clone());
+            self.refuse(unusable, operator);
+        }
+        seen.extend(self.admit(survey.usable, &survey.listed, discovery.max_repositories));
+        for (operator, blind) in &survey.listed {
             self.retire_unseen(*operator, &seen, blind);
         }
         self.tell_refusals(timeout);
     }
 
     /// Starts the usable repositories that fit their namespace's fair
-    /// share, refuses the others; the names of all.
+    /// share ([`fair_share::allot`]), refuses the others; the names of
+    /// all. Those already watched keep their slots first, then by name;
+    /// those running that this round cannot see (their operator or
+    /// namespace unreadable) keep theirs.
     fn admit(&mut self, mut usable: Vec<Candidate>, listed: &[Listed], cap: usize) -> Vec<String> {
-        let (demand, mut left) = self.shares(&usable, listed, cap);
-        // Those already watched keep their slots first, then by name.
         usable.sort_by_cached_key(|c| {
             (
                 !self.running.contains_key(&c.repo.name),
                 c.repo.name.clone(),
             )
         });
-        let mut names = Vec::new();
-        for Candidate {
-            operator,
-            owner,
-            repo,
-        } in usable
-        {
-            names.push(repo.name.clone());
-            match left.get_mut(&owner.namespace) {
-                Some(n) if *n > 0 => {
-                    *n -= 1;
-                    self.settle(repo, owner, operator);
-                }
-                _ => {
-                    let why = format!(
-                        "namespace {} has more discovered repositories ({}) than its fair share \
-                         of the {} one watch takes, which the other namespaces keep",
-                        escape(&owner.namespace),
-                        demand.get(&owner.namespace).copied().unwrap_or_default(),
-                        cap
-                    );
-                    self.refuse(Unusable::new(repo.name, owner, why), operator);
-                }
-            }
-        }
-        names
-    }
-
-    /// How many repositories each namespace asks for this round, and how
-    /// many more of them it may watch: its fair share, less those running
-    /// that this round cannot see (their operator or namespace unreadable),
-    /// which keep their slots.
-    fn shares(
-        &self,
-        usable: &[Candidate],
-        listed: &[Listed],
-        cap: usize,
-    ) -> (BTreeMap<String, usize>, BTreeMap<String, usize>) {
         let unseen = |r: &&Running| match listed.iter().find(|(op, _)| Some(*op) == r.operator) {
             None => r.operator.is_some(),
             Some((_, blind)) => r
@@ -273,18 +208,23 @@ impl Pool {
         let kept: Vec<&str> = (self.running.values().filter(unseen))
             .filter_map(|r| r.namespace.as_deref())
             .collect();
-        let mut demand: BTreeMap<String, usize> = BTreeMap::new();
-        let asking = usable.iter().map(|c| c.owner.namespace.as_str());
-        for namespace in kept.iter().copied().chain(asking) {
-            *demand.entry(namespace.to_owned()).or_default() += 1;
-        }
-        let mut left = fair_share::shares(&demand, cap);
-        for namespace in kept {
-            if let Some(n) = left.get_mut(namespace) {
-                *n = n.saturating_sub(1);
+        let wanted: Vec<&str> = usable.iter().map(|c| c.owner.namespace.as_str()).collect();
+        let allotted = fair_share::allot(&wanted, &kept, cap);
+        let mut names = Vec::new();
+        for (candidate, slot) in usable.into_iter().zip(allotted) {
+            let Candidate {
+                operator,
+                owner,
+                repo,
+                ..
+            } = candidate;
+            names.push(repo.name.clone());
+            match slot {
+                Ok(()) => self.settle(repo, owner, operator),
+                Err(why) => self.refuse(Unusable::new(repo.name, owner, why), operator),
             }
         }
-        (demand, left)
+        names
     }
 
     /// Starts or restarts one usable discovered repository.

@@ -4,7 +4,7 @@
 //! checked by [`Access`] before anything is read.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use base64::Engine;
@@ -23,6 +23,20 @@ pub struct ClusterView<'a> {
     /// The namespaces whose objects a list since the last
     /// [`ClusterView::take_blind`] could not hold, and why.
     blind: RefCell<BTreeMap<String, String>>,
+    /// The keys of each Secret read since the last [`ClusterView::reading`].
+    used: RefCell<BTreeMap<(String, String), BTreeSet<String>>>,
+}
+
+/// A Secret a repository's settings were read from: names only, never a
+/// value.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SecretUse {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The keys read.
+    pub keys: Vec<String>,
 }
 
 impl<'a> ClusterView<'a> {
@@ -35,7 +49,24 @@ impl<'a> ClusterView<'a> {
             access,
             secrets: RefCell::new(HashMap::new()),
             blind: RefCell::new(BTreeMap::new()),
+            used: RefCell::new(BTreeMap::new()),
         }
+    }
+
+    /// What `read` gives, and the Secrets (and their keys) it read.
+    pub fn reading<T>(&self, read: impl FnOnce() -> T) -> (T, Vec<SecretUse>) {
+        self.used.borrow_mut().clear();
+        let value = read();
+        let used = std::mem::take(&mut *self.used.borrow_mut());
+        let used = used
+            .into_iter()
+            .map(|((namespace, name), keys)| SecretUse {
+                namespace,
+                name,
+                keys: keys.into_iter().collect(),
+            })
+            .collect();
+        (value, used)
     }
 
     /// Every object of `plural` in `group_version` (`velero.io/v1`) in the
@@ -110,7 +141,14 @@ impl<'a> ClusterView<'a> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(encoded)
             .map_err(|_| format!("{shown} is not base64"))?;
-        String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8 text"))
+        let value = String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8 text"))?;
+        let slot = (namespace.to_owned(), name.to_owned());
+        self.used
+            .borrow_mut()
+            .entry(slot)
+            .or_default()
+            .insert(key.to_owned());
+        Ok(value)
     }
 
     /// Every key of Secret `name` in `namespace`, as text (keys whose value

@@ -29,7 +29,9 @@ mod access;
 mod api;
 mod location;
 mod operators;
+mod preview;
 mod settings;
+mod survey;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -37,9 +39,11 @@ use std::time::Duration;
 use regex::Regex;
 
 pub use access::Access;
-pub use api::ClusterView;
+pub use api::{ClusterView, SecretUse};
 pub use operators::Operator;
+pub use preview::{Opening, OperatorSeen, Preview, Seen};
 pub use settings::{DiscoverEntry, Template};
+pub use survey::{Candidate, Listed, Survey};
 
 use crate::repo::Password;
 
@@ -62,7 +66,8 @@ impl Namespaces {
 
 /// The object a repository was found in: what its name, its Events and its
 /// messages refer to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Owner {
     /// `velero.io/v1`.
     pub api_version: String,
@@ -73,6 +78,7 @@ pub struct Owner {
     /// Its name.
     pub name: String,
     /// Its uid, when the API gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
 }
 
@@ -101,6 +107,8 @@ pub struct Discovered {
     /// inventory speaks for (`None`: no pattern is known, and pods are no
     /// evidence).
     pub hosts: Option<Regex>,
+    /// The Secrets its password and variables were read from.
+    pub secrets: Vec<SecretUse>,
 }
 
 impl Discovered {
@@ -200,7 +208,7 @@ impl Discovery {
     /// destination) give it once, named after the first listed (K8up's
     /// Schedules come first); the same location with other credentials is
     /// another repository, so that no object can hide another's.
-    pub fn round(&self, view: &ClusterView<'_>) -> Vec<Round> {
+    fn round(&self, view: &ClusterView<'_>) -> Vec<Round> {
         self.operators
             .iter()
             .map(|&operator| {

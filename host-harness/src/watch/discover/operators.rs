@@ -13,7 +13,7 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::api::{ClusterView, text};
+use super::api::{ClusterView, SecretUse, text};
 use super::{Discovered, Found, Owner, Unusable};
 use crate::repo::Password;
 use crate::repo::backend::scheme_of;
@@ -135,13 +135,10 @@ const SCHEMES: [(&str, &[&str]); 4] = [
     ("rest", &[]),
 ];
 
-/// `parts` made into a repository of `owner`, or why not.
-fn discovered(owner: Owner, parts: Result<Parts, String>) -> Found {
-    let unusable = |owner: Owner, why: String| Unusable {
-        name: owner.label(),
-        owner: Box::new(owner),
-        why,
-    };
+/// `parts` made into a repository of `owner`, read from the Secrets
+/// `secrets`, or why not.
+fn discovered(owner: Owner, parts: Result<Parts, String>, secrets: Vec<SecretUse>) -> Found {
+    let unusable = |owner: Owner, why: String| Unusable::new(owner.label(), owner, why);
     let parts = match parts {
         Ok(parts) => parts,
         Err(why) => return Err(unusable(owner, why)),
@@ -166,6 +163,7 @@ fn discovered(owner: Owner, parts: Result<Parts, String>) -> Found {
         password: Password::new(parts.password.into_bytes()),
         variables: parts.variables,
         hosts,
+        secrets,
     })
 }
 
@@ -209,8 +207,8 @@ fn each(
         .iter()
         .filter_map(|object| {
             let owner = owner(object, group_version, kind)?;
-            let parts = parts(object, &owner)?;
-            Some(discovered(owner, parts))
+            let (parts, secrets) = view.reading(|| parts(object, &owner));
+            Some(discovered(owner, parts?, secrets))
         })
         .collect())
 }

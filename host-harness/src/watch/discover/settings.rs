@@ -152,10 +152,12 @@ impl Template {
 
     /// `found` as a watched repository, or why it cannot be one.
     pub fn watched(&self, found: Discovered) -> Result<WatchedRepository, Unusable> {
-        let location = Location::parse(&found.location).map_err(|e| Unusable {
-            name: found.name(),
-            owner: Box::new(found.owner.clone()),
-            why: format!("its repository: {e}"),
+        let location = Location::parse(&found.location).map_err(|e| {
+            Unusable::new(
+                found.name(),
+                found.owner.clone(),
+                format!("its repository: {e}"),
+            )
         })?;
         let timeout = self.timeout;
         Ok(WatchedRepository {

@@ -37,9 +37,13 @@ pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, String> {
             continue;
         };
         let paths = restic_paths(&snapshots, &owner.namespace, &owner.name);
-        match parts(view, &object, &storages, &owner.namespace, &paths) {
-            Ok(parts) => found.extend(parts.into_iter().map(|p| discovered(owner.clone(), Ok(p)))),
-            Err(why) => found.push(discovered(owner, Err(why))),
+        let (parts, secrets) =
+            view.reading(|| parts(view, &object, &storages, &owner.namespace, &paths));
+        match parts {
+            Ok(parts) => found.extend(
+                (parts.into_iter()).map(|p| discovered(owner.clone(), Ok(p), secrets.clone())),
+            ),
+            Err(why) => found.push(discovered(owner, Err(why), secrets)),
         }
     }
     Ok(found)
