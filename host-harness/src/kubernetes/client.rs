@@ -159,7 +159,7 @@ impl Kubernetes {
         let what = format!("GET {}", crate::text::escape(path));
         match self.answer(timeout, &what, "GET", path, None)? {
             Ok(text) => {
-                let value = serde_json::from_str(&text).map_err(|e| failed(&what, &e))?;
+                let value = super::deep_json::parse(&text).map_err(|e| failed(&what, &e))?;
                 Ok(Some((value, text.len())))
             }
             Err(e) if too_large(&e) => Ok(None),
@@ -180,7 +180,9 @@ impl Kubernetes {
         let text = self
             .answer(timeout, &what, method, path, body)?
             .map_err(|e| refused_or_failed(&what, e))?;
-        let value = serde_json::from_str(&text).map_err(|e| failed(&what, &e))?;
+        let value = super::deep_json::parse(&text)
+            .and_then(|value| serde_json::from_value(value).map_err(|e| e.to_string()))
+            .map_err(|e| failed(&what, &e))?;
         Ok((value, text.len()))
     }
 

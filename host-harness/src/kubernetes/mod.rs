@@ -10,6 +10,7 @@
 //! and no header is logged.
 
 mod client;
+mod deep_json;
 pub mod pods;
 
 pub use client::{Kubernetes, Listing};

@@ -11,6 +11,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::kubernetes::{KubeError, Kubernetes, is_object_name};
+use crate::limits;
 
 use super::access::Access;
 
@@ -25,6 +26,8 @@ pub struct ClusterView<'a> {
     blind: RefCell<BTreeMap<String, String>>,
     /// The keys of each Secret read since the last [`ClusterView::reading`].
     used: RefCell<BTreeMap<(String, String), BTreeSet<String>>>,
+    /// The Secrets asked of the API this round, per namespace.
+    asked: RefCell<HashMap<String, usize>>,
 }
 
 /// A Secret a repository's settings were read from: names only, never a
@@ -50,6 +53,7 @@ impl<'a> ClusterView<'a> {
             secrets: RefCell::new(HashMap::new()),
             blind: RefCell::new(BTreeMap::new()),
             used: RefCell::new(BTreeMap::new()),
+            asked: RefCell::new(HashMap::new()),
         }
     }
 
@@ -189,13 +193,27 @@ impl<'a> ClusterView<'a> {
                 crate::text::escape(name)
             ));
         }
+        // One namespace's objects cannot make a round as long as they like:
+        // the Secrets of one namespace asked for in a round are bounded.
+        let mut asked = self.asked.borrow_mut();
+        let count = asked.entry(namespace.to_owned()).or_default();
+        if *count >= limits::DISCOVERED_REPOSITORIES {
+            return Err(format!(
+                "namespace {} names more than {} Secrets; the objects naming the others are not \
+                 read",
+                crate::text::escape(namespace),
+                limits::DISCOVERED_REPOSITORIES
+            ));
+        }
+        *count += 1;
+        drop(asked);
         let path = format!("/api/v1/namespaces/{namespace}/secrets/{name}");
         let read = self
             .client
             .get::<Value>(self.timeout, &path)
             .map_err(|e| match e.code() {
                 Some(403) => format!(
-                    "lockwarden may not read Secret {}/{} (403; see deploy/kubernetes/discover/rbac.yaml)",
+                    "lockwarden may not read Secret {}/{} (403: its RBAC grants no get there; docs/kubernetes.md#installing)",
                     crate::text::escape(namespace),
                     crate::text::escape(name)
                 ),

@@ -143,6 +143,13 @@ fn discovered(owner: Owner, parts: Result<Parts, String>, secrets: Vec<SecretUse
         Ok(parts) => parts,
         Err(why) => return Err(unusable(owner, why)),
     };
+    if let Some(part) = &parts.part
+        && !plain_part(part)
+    {
+        let why = "a component path its Snapshots give is not a plain path (printable ASCII, \
+                   no `.` or `..` segment, at most 253 bytes)";
+        return Err(unusable(owner, why.into()));
+    }
     if let Err(why) = credentials(&parts) {
         return Err(unusable(owner, why));
     }
@@ -165,6 +172,17 @@ fn discovered(owner: Owner, parts: Result<Parts, String>, secrets: Vec<SecretUse
         hosts,
         secrets,
     })
+}
+
+/// Whether `part`, which becomes part of the repository's name (in logs,
+/// metric labels and Events, some of which are not escaped), is a plain
+/// path: the tenant writes it in a Snapshot's status.
+fn plain_part(part: &str) -> bool {
+    part.len() <= 253
+        && part.bytes().all(|b| b.is_ascii_graphic())
+        && part
+            .split('/')
+            .all(|segment| !matches!(segment, "" | "." | ".."))
 }
 
 /// Whether `parts` names a scheme discovery reads, with the static
@@ -233,6 +251,26 @@ fn clean_join(a: &str, b: &str) -> String {
 #[cfg(test)]
 mod tests {
     use regex::Regex;
+
+    #[test]
+    fn a_component_path_is_plain_or_refused() {
+        for good in ["dump", "deployment/app", "pvc-data_1.x"] {
+            assert!(super::plain_part(good), "{good}");
+        }
+        let long = "x".repeat(254);
+        for bad in [
+            "",
+            "a/../b",
+            "./a",
+            "a//b",
+            "a\u{1b}[31m",
+            "a b",
+            "é",
+            long.as_str(),
+        ] {
+            assert!(!super::plain_part(bad), "{bad:?}");
+        }
+    }
 
     #[test]
     fn pod_name_patterns_take_pods_not_machines_named_alike() {
