@@ -11,7 +11,7 @@ MUSL := x86_64-unknown-linux-musl
 BUILD_FLAGS := --release --target $(MUSL)
 BIN := target/$(MUSL)/release/lockwarden
 
-.PHONY: help setup servers build dist install image polyglot test lint bench demo fuzz clean
+.PHONY: help setup kube servers build dist install image polyglot test lint bench demo fuzz clean
 
 # The packages built as wasm32-wasip2 components (by guest-build/, called from
 # host-harness/build.rs and tests/build.rs): the policies and the test guests.
@@ -29,7 +29,19 @@ PYTHON_ENV := target/python-host
 SERVERS_ENV := target/servers
 AZURITE := tests/servers/azurite
 
-setup: ## Add the wasm32-wasip2 and musl targets; install restic, rclone, docker-registry, Node.js, musl-tools (apt-get)
+# kube-apiserver, etcd and helm, for the end-to-end tests that run a real
+# API server (tests/src/kube_apiserver.rs): built with the machine's Go from
+# the modules in tests/kube/ (their go.mod and go.sum pin every version) by
+# scripts/kube-tools.sh, into a cache outside the checkout shared by every
+# checkout ($$XDG_CACHE_HOME or ~/.cache, lockwarden/kube/<versions>/), once
+# per machine and versions: about 10 minutes on 2 cores the first time,
+# nothing after. The tests find them through LOCKWARDEN_KUBE_TOOLS, the
+# directory the script names (set it to use tools built elsewhere).
+export LOCKWARDEN_KUBE_TOOLS := $(shell ./scripts/kube-tools.sh --dir)
+kube: ## Build kube-apiserver, etcd and helm for the tests (Go 1.26+; once per machine, into ~/.cache/lockwarden/kube)
+	@./scripts/kube-tools.sh
+
+setup: kube ## Add the wasm32-wasip2 and musl targets; install restic, rclone, docker-registry, Node.js, musl-tools (apt-get); build the Kubernetes tools (make kube)
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 	@rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL)
 	@./scripts/need.sh $(TOOLS)
@@ -137,7 +149,9 @@ $(RESTIC_018):
 # scripts/check-monitoring.sh runs promtool on the alerting rules, their
 # unit tests and the dashboard's queries, and matches every metric they name
 # with host-harness/src/watch/metrics.rs; scripts/check-manifests.sh
-# validates deploy/kubernetes against Kubernetes 1.31's API schemas. Both
+# validates deploy/kubernetes against Kubernetes 1.31's API schemas;
+# scripts/check-chart.sh lints and renders the Helm chart and checks that
+# deploy/kubernetes/discover/lockwarden.yaml is what it renders. All three
 # take about a second. promtool is Debian 12's (prometheus 2.42), unpacked
 # from the package like restic 0.18 (19 MB, 3 s) and never installed:
 # installing it would add 36 packages (36 MB download, 359 MB installed)
@@ -169,11 +183,12 @@ $(DEPLOY_CHECK_ENV)/installed: deploy/requirements.txt
 # TEST_THREADS=1 runs them one at a time. The image is assembled from the
 # test build's binary before the tests run.
 TEST_THREADS ?= $(shell echo $$(( $$(nproc) * 2 )))
-test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed $(RESTIC_018) $(PROMTOOL) $(DEPLOY_CHECK_ENV)/installed $(POLYGLOT) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js and Python hosts); the end-to-end ones with restic 0.14 and 0.18
+test: setup kube servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed $(RESTIC_018) $(PROMTOOL) $(DEPLOY_CHECK_ENV)/installed $(POLYGLOT) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js and Python hosts); the end-to-end ones with restic 0.14 and 0.18
 	@./scripts/need.sh $(IMAGE_TOOLS)
 	$(CARGO) test $(BUILD_FLAGS) --workspace --no-run
 	./scripts/image.sh build $(BIN) $(IMAGE_LAYOUT)
 	./scripts/check-monitoring.sh $(PROMTOOL)
+	./scripts/check-chart.sh $(LOCKWARDEN_KUBE_TOOLS)/helm
 	./scripts/check-manifests.sh $(DEPLOY_CHECK_ENV)
 	node --test $(JS_POLICY)/rules.test.js
 	rm -rf $(PY_TOOLCHAIN)/bindings

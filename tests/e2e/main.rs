@@ -25,6 +25,7 @@ mod hold;
 mod hostile_http;
 mod image;
 mod kube_emulator;
+mod kube_real;
 mod multi_tenant;
 mod notifications;
 mod oci;
