@@ -196,8 +196,8 @@ impl KubeApiServer {
 
         let ca_pem =
             std::fs::read_to_string(dir.path().join("ca.crt")).expect("read the CA certificate");
-        let ca = ureq::tls::Certificate::from_pem(ca_pem.as_bytes())
-            .expect("the CA certificate is PEM");
+        let ca =
+            ureq::tls::Certificate::from_pem(ca_pem.as_bytes()).expect("the CA certificate is PEM");
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(CALL_TIMEOUT))
             .http_status_as_error(false)
@@ -336,7 +336,13 @@ impl KubeApiServer {
     /// `method path` with `token` and a JSON body (a merge patch for
     /// `PATCH`): the answer's status and body (JSON, or a string when it is
     /// not JSON).
-    pub fn call(&self, token: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    pub fn call(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
         let content_type = if method == "PATCH" {
             "application/merge-patch+json"
         } else {
