@@ -10,6 +10,7 @@
 //! storage objects).
 
 mod aim;
+mod attack;
 mod blind;
 mod secrets;
 mod starve;
