@@ -99,12 +99,12 @@ fn helm_install(server: &KubeApiServer, namespace: &str, values: &[&str]) {
     assert_eq!(out.code, 0, "helm install failed: {out:?}");
 }
 
-/// The chart installed into the real API server, then `lockwarden watch`
-/// run with the chart's own ConfigMap as its service account's token
-/// (bound by the chart's RBAC exactly as rendered): it lists VolSync's
-/// objects, reads the tenant's Secret, lists pods, takes the Lease, removes
-/// the lock of a mover pod that is gone and posts an Event on the
-/// ReplicationSource. A SelfSubjectRulesReview shows the account may do
+/// The chart installed into the real API server, then two replicas of
+/// `lockwarden watch` run with the chart's own ConfigMap as its service
+/// account's token (bound by the chart's RBAC exactly as rendered): they
+/// share the Lease, one leads, and it lists VolSync's objects, reads the
+/// tenant's Secret, lists pods, removes the lock of a mover pod that is
+/// gone (once) and posts an Event on the ReplicationSource. A SelfSubjectRulesReview shows the account may do
 /// no more than docs/kubernetes.md says: list pods and the operators'
 /// kinds, get Secrets, create Events.
 #[test]
@@ -166,19 +166,23 @@ fn the_chart_installs_and_its_service_account_removes_a_gone_pods_lock() {
     .expect("write the chart's watch.toml");
     let token = server.service_account_token(&home, "lockwarden");
     let kubeconfig = server.kubeconfig(dir.path(), &token);
-    let watch = Guarded::spawn(
-        lockwarden_tests::lockwarden(&dir.path().join("cache"))
-            .args(["watch", "--config"])
-            .arg(&config)
-            .arg("--state-dir")
-            .arg(dir.path().join("state"))
-            .env("KUBECONFIG", &kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .env("POD_NAMESPACE", &home),
-    );
+    // Two replicas, as the chart runs them, each with a state of its own.
+    let replica = |n: usize| {
+        Guarded::spawn(
+            lockwarden_tests::lockwarden(&dir.path().join("cache"))
+                .args(["watch", "--config"])
+                .arg(&config)
+                .arg("--state-dir")
+                .arg(dir.path().join(format!("state-{n}")))
+                .env("KUBECONFIG", &kubeconfig)
+                .env_remove("KUBERNETES_SERVICE_HOST")
+                .env("POD_NAMESPACE", &home),
+        )
+    };
+    let (first, second) = (replica(0), replica(1));
     let events = format!("/api/v1/namespaces/{tenant}/events");
-    let watch = wait_for(
-        watch,
+    let first = wait_for(
+        first,
         "the gone mover's lock removed, with an Event",
         || {
             let (_, list) = server.admin_get(&events);
@@ -190,13 +194,23 @@ fn the_chart_installs_and_its_service_account_removes_a_gone_pods_lock() {
     );
     let lease_path = format!("/apis/coordination.k8s.io/v1/namespaces/{home}/leases/lockwarden");
     let (_, held) = server.admin_get(&lease_path);
-    let log = stop(watch);
+    let logs = [stop(first), stop(second)];
+    let both = logs.join("\n---\n");
     let holder = held["spec"]["holderIdentity"].as_str().unwrap_or_default();
-    assert!(log.contains(&format!("as {holder}")), "{held}\n{log}");
+    let leaders: Vec<&String> = (logs.iter())
+        .filter(|log| log.contains("this replica leads now"))
+        .collect();
+    assert_eq!(leaders.len(), 1, "not one leader:\n{both}");
+    assert!(
+        leaders[0].contains(&format!("as {holder}")),
+        "{held}\n{both}"
+    );
+    let removals = both.matches("removed (host-gone)").count();
+    assert_eq!(removals, 1, "{both}");
     // Given up at the stop, for the next replica.
     let (_, lease) = server.admin_get(&lease_path);
-    assert_eq!(lease["spec"]["holderIdentity"], "", "{lease}\n{log}");
-    assert!(!log.contains(PASSWORD), "{log}");
+    assert_eq!(lease["spec"]["holderIdentity"], "", "{lease}\n{both}");
+    assert!(!both.contains(PASSWORD), "{both}");
 
     let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
                         "spec": {"namespace": tenant}});
