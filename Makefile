@@ -34,7 +34,7 @@ AZURITE := tests/servers/azurite
 # the modules in tests/kube/ (their go.mod and go.sum pin every version) by
 # scripts/kube-tools.sh, into a cache outside the checkout shared by every
 # checkout ($$XDG_CACHE_HOME or ~/.cache, lockwarden/kube/<versions>/), once
-# per machine and versions: about 10 minutes on 2 cores the first time,
+# per machine and versions: 10 to 15 minutes on 2 cores the first time,
 # nothing after. The tests find them through LOCKWARDEN_KUBE_TOOLS, the
 # directory the script names (set it to use tools built elsewhere).
 export LOCKWARDEN_KUBE_TOOLS := $(shell ./scripts/kube-tools.sh --dir)

@@ -144,7 +144,7 @@ fn the_chart_installs_and_its_service_account_removes_a_gone_pods_lock() {
     ]}));
     let port = free_port().to_string();
     helm_install(
-        &server,
+        server,
         &home,
         &[
             "interval=1s",

@@ -24,8 +24,9 @@
 //! status is whatever the test writes to the `status` subresource).
 
 use std::collections::HashMap;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -106,6 +107,9 @@ pub struct KubeApiServer {
     resources: Mutex<HashMap<(String, String), (String, bool)>>,
     /// Numbers the namespaces of [`KubeApiServer::new_namespace`].
     namespaces: AtomicUsize,
+    /// Removes `dir` once the test process has ended (the shared server is
+    /// never dropped); see [`remove_when_done`].
+    _cleaner: Mutex<(Child, ChildStdin)>,
     /// The certificates, keys, token file, etcd's data and both logs.
     dir: tempfile::TempDir,
 }
@@ -132,6 +136,7 @@ impl KubeApiServer {
             .prefix(&format!("{RUN_DIR_PREFIX}{}-", std::process::id()))
             .tempdir()
             .expect("a temporary directory");
+        let cleaner = remove_when_done(dir.path());
         let path = |name: &str| dir.path().join(name).display().to_string();
         make_certificates(dir.path());
         std::fs::write(
@@ -217,6 +222,7 @@ impl KubeApiServer {
             started_in: Duration::ZERO,
             resources: Mutex::new(HashMap::new()),
             namespaces: AtomicUsize::new(0),
+            _cleaner: Mutex::new(cleaner),
             dir,
         };
         server.wait_until_ready(begin);
@@ -553,8 +559,26 @@ fn tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(LOG_TAIL)..].join("\n")
 }
 
-/// Removes the run directories of test processes that have ended (the
-/// shared server's is never dropped).
+/// Starts a process, in a process group of its own, that removes `dir` a
+/// second after its standard input closes: when the returned handle is
+/// dropped or the test process ends, however it ends, and the watchdogs
+/// have killed etcd and the API server (etcd's log preallocates 64 MB).
+fn remove_when_done(dir: &Path) -> (Child, ChildStdin) {
+    let mut child = Command::new("sh")
+        .args(["-c", r#"cat >/dev/null; sleep 1; rm -rf -- "$1""#, "sh"])
+        .arg(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start sh: {e}"));
+    let lifeline = child.stdin.take().expect("the cleaner's stdin");
+    (child, lifeline)
+}
+
+/// Removes the run directories of test processes that have ended whose
+/// cleaner did not (it was killed too, say).
 fn sweep_run_dirs() {
     let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
         return;
