@@ -11,14 +11,14 @@ MUSL := x86_64-unknown-linux-musl
 BUILD_FLAGS := --release --target $(MUSL)
 BIN := target/$(MUSL)/release/lockwarden
 
-.PHONY: help setup kube servers build dist install image polyglot test lint bench demo fuzz clean
+.PHONY: help toolchain setup kube servers build dist install image polyglot test lint bench demo fuzz clean
 
 # The packages built as wasm32-wasip2 components (by guest-build/, called from
 # host-harness/build.rs and tests/build.rs): the policies and the test guests.
 COMPONENTS := -p lockwarden-policy -p lockwarden-strict-policy -p 'misbehave*' -p wrong-contract -p lockwarden-policy-0-1
 
 help: ## List the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
 
 # The tools the tests run, each as command:Debian package.
 TOOLS := restic:restic rclone:rclone docker-registry:docker-registry node:nodejs npm:npm python3:python3 /usr/sbin/sshd:openssh-server openssl:openssl /usr/bin/time:time musl-gcc:musl-tools
@@ -41,17 +41,21 @@ export LOCKWARDEN_KUBE_TOOLS := $(shell ./scripts/kube-tools.sh --dir)
 kube: ## Build kube-apiserver, etcd and helm for the tests (Go 1.26+; once per machine, into ~/.cache/lockwarden/kube)
 	@./scripts/kube-tools.sh
 
-setup: kube ## Add the wasm32-wasip2 and musl targets; install restic, rclone, docker-registry, Node.js, musl-tools (apt-get); build the Kubernetes tools (make kube)
+toolchain: ## Add the wasm32-wasip2 and musl targets; install restic, rclone, docker-registry, Node.js, musl-tools (apt-get)
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 	@rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL)
 	@./scripts/need.sh $(TOOLS)
 
-build: setup ## Build the policy component and a static lockwarden (release, musl: target/x86_64-unknown-linux-musl/release/lockwarden)
+# Everything the tests need that is installed once per machine; `make
+# build`, `demo` and `lint` need only the toolchain.
+setup: toolchain kube ## Install the toolchain (make toolchain) and build the Kubernetes tools (make kube)
+
+build: toolchain ## Build the policy component and a static lockwarden (release, musl: target/x86_64-unknown-linux-musl/release/lockwarden)
 	$(CARGO) build $(BUILD_FLAGS) -p lockwarden
 
 # What users install: the `dist` profile (stripped, thin LTO; Cargo.toml).
 PREFIX ?= /usr/local
-dist: setup ## Build the binary to install: stripped, thin LTO (target/dist/lockwarden)
+dist: toolchain ## Build the binary to install: stripped, thin LTO (target/dist/lockwarden)
 	$(CARGO) build --profile dist -p lockwarden
 
 install: dist ## Install lockwarden into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local)
@@ -90,7 +94,7 @@ $(SERVERS_ENV)/installed: tests/servers/requirements.txt
 $(AZURITE)/node_modules/.package-lock.json: $(AZURITE)/package-lock.json
 	npm ci --prefix $(AZURITE) --no-audit --no-fund --loglevel=error
 
-servers: setup $(SERVERS_ENV)/installed $(AZURITE)/node_modules/.package-lock.json ## Install the S3, GCS and Azure test servers (moto, fake-gcs-server, Azurite)
+servers: toolchain $(SERVERS_ENV)/installed $(AZURITE)/node_modules/.package-lock.json ## Install the S3, GCS and Azure test servers (moto, fake-gcs-server, Azurite)
 
 # The policies written in Python and JavaScript, and the test guests in those
 # languages, built into target/policies/ (tests/src/polyglot.rs) with the
@@ -183,7 +187,7 @@ $(DEPLOY_CHECK_ENV)/installed: deploy/requirements.txt
 # TEST_THREADS=1 runs them one at a time. The image is assembled from the
 # test build's binary before the tests run.
 TEST_THREADS ?= $(shell echo $$(( $$(nproc) * 2 )))
-test: setup kube servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed $(RESTIC_018) $(PROMTOOL) $(DEPLOY_CHECK_ENV)/installed $(POLYGLOT) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js and Python hosts); the end-to-end ones with restic 0.14 and 0.18
+test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed $(RESTIC_018) $(PROMTOOL) $(DEPLOY_CHECK_ENV)/installed $(POLYGLOT) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js and Python hosts); the end-to-end ones with restic 0.14 and 0.18
 	@./scripts/need.sh $(IMAGE_TOOLS)
 	$(CARGO) test $(BUILD_FLAGS) --workspace --no-run
 	./scripts/image.sh build $(BIN) $(IMAGE_LAYOUT)
@@ -197,12 +201,12 @@ test: setup kube servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_E
 	$(CARGO) test $(BUILD_FLAGS) --workspace -- --test-threads=$(TEST_THREADS)
 	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) $(CARGO) test $(BUILD_FLAGS) --workspace --test e2e -- --test-threads=$(TEST_THREADS)
 
-lint: setup ## cargo fmt --check; clippy -D warnings on the host and on wasm32-wasip2
+lint: toolchain ## cargo fmt --check; clippy -D warnings on the host and on wasm32-wasip2
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy $(COMPONENTS) --target wasm32-wasip2 -- -D warnings
 
-bench: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(POLYGLOT) $(RESTIC_018) ## Measure against restic 0.18 (0.14 beside it) and native code; writes BENCHMARKS.md (not part of test)
+bench: toolchain servers $(NODE_HOST)/node_modules/.package-lock.json $(POLYGLOT) $(RESTIC_018) ## Measure against restic 0.18 (0.14 beside it) and native code; writes BENCHMARKS.md (not part of test)
 	@./scripts/need.sh /usr/bin/time:time
 	$(CARGO) build --release -p lockwarden -p lockwarden-bench
 	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) ./target/release/lockwarden-bench
