@@ -80,6 +80,12 @@ pub const SCRYPT_WORK_PER_KEY: u64 = 1 << 23;
 pub const CERT_FILE: u64 = 16 * 1024 * 1024;
 /// Entries of `SSL_CERT_DIR` looked at (Debian's holds about 300).
 pub const CERT_DIR_ENTRIES: usize = 10_000;
+/// A repository's own CA bundle (a discovered repository's, from its
+/// operator's object: PEM, Debian's whole bundle fits), and the
+/// certificates in it. Each repository keeps its own in memory.
+pub const REPOSITORY_CA: u64 = 256 * 1024;
+/// Certificates in [`REPOSITORY_CA`] (Debian's bundle holds about 150).
+pub const REPOSITORY_CA_CERTS: usize = 500;
 /// scrypt tables (128·r·N bytes each, one per lane) held at once while a key
 /// is derived; lanes beyond this wait their turn. At restic's usual N=32768,
 /// r=8 that is 2 lanes at once: 1.5 to 2 times as fast as one after another,

@@ -19,6 +19,7 @@ mod cloud_servers;
 mod concurrency;
 mod conformance;
 mod discover;
+mod discover_tls;
 mod docs;
 mod faults;
 mod hold;

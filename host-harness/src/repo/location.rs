@@ -77,16 +77,27 @@ impl Location {
 
     /// Opens the backend that serves this location; each request or command
     /// it makes ends within `timeout`; the storage's variables are read
-    /// from `variables`.
+    /// from `variables`. A storage reached without verifying its TLS
+    /// certificate (its [`crate::tls::Tls`] says so) is warned of at every
+    /// opening.
     pub fn open(
         &self,
         password: &Password,
         timeout: Duration,
         variables: &Variables,
     ) -> Result<Box<dyn Backend>, BackendError> {
+        let shown = self.redacted();
+        if let crate::tls::Tls::Insecure { from } = variables.tls() {
+            tracing::warn!(
+                "TLS certificates are not verified for {} ({from}, allowed by [discover] \
+                 allow_insecure_tls): whoever can intercept its traffic can answer for the \
+                 storage, and have stale-looking locks removed",
+                crate::text::escape(&shown)
+            );
+        }
         let backend = (self.scheme.open)(&Target {
             location: &self.text,
-            shown: &self.redacted(),
+            shown: &shown,
             password,
             timeout,
             variables,

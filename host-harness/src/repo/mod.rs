@@ -81,11 +81,14 @@ pub enum RepoError {
         /// How many there are.
         total: usize,
     },
-    /// The server does not answer.
-    #[error("{cause}; is the server running and the address right?")]
+    /// The server does not answer, or its TLS certificate was refused.
+    #[error("{cause}{}", if *tls { "" } else { "; is the server running and the address right?" })]
     Unreachable {
         /// What failed, naming the location.
         cause: String,
+        /// Whether the TLS handshake failed (the cause says why): the
+        /// server is there.
+        tls: bool,
     },
     /// The storage refused the credentials.
     #[error(
@@ -609,7 +612,11 @@ impl Repository {
                 return foreign(0, entry.describe().to_owned());
             }
             Err(e @ BackendError::TooLarge { size, .. }) => return unreadable(size, e.to_string()),
-            Err(e @ (BackendError::Denied(_) | BackendError::Unreachable(_))) => {
+            Err(
+                e @ (BackendError::Denied(_)
+                | BackendError::Unreachable(_)
+                | BackendError::Untrusted(_)),
+            ) => {
                 return Read::Failed(e);
             }
             Err(e) => return unreadable(listed, format!("cannot read: {e}")),
@@ -1004,7 +1011,8 @@ fn opening(shown: &str, e: BackendError) -> RepoError {
 /// A backend error as a repository error.
 fn failed(shown: &str, e: BackendError) -> RepoError {
     match e {
-        BackendError::Unreachable(cause) => RepoError::Unreachable { cause },
+        BackendError::Unreachable(cause) => RepoError::Unreachable { cause, tls: false },
+        BackendError::Untrusted(cause) => RepoError::Unreachable { cause, tls: true },
         BackendError::Denied(cause) => RepoError::Denied { cause },
         BackendError::WrongPassword => RepoError::WrongPassword {
             location: shown.to_owned(),

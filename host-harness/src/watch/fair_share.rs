@@ -79,7 +79,7 @@ mod tests {
         assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 2);
         assert!(got[0].is_ok() && got[1].is_err(), "{got:?}");
         assert!(got[2].is_ok() && got[3].is_err(), "{got:?}");
-        let why = got[1].as_ref().unwrap_err();
+        let why = got[1].as_ref().expect_err("refused");
         assert!(
             why.contains("namespace a has more discovered repositories (3)"),
             "{why}"

@@ -1,5 +1,9 @@
-//! S3: moto's server (`moto_server`), one per test process.
+//! S3: moto's server (`moto_server`), one per test process; and one over
+//! HTTPS ([`S3Server::shared_tls`]), whose certificate a CA of the test
+//! process's own signs.
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use super::process::ServerProcess;
@@ -19,27 +23,167 @@ const REMOTE: &str = "lwtests3";
 /// moto's S3 server on 127.0.0.1.
 pub struct S3Server {
     process: ServerProcess,
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>` (`https://` over TLS).
     pub endpoint: String,
+    /// Over TLS: the CA that signs its certificate.
+    ca: Option<PrivateCa>,
+}
+
+/// A CA of the test process's own, which no system trusts, and the
+/// certificate it signs for 127.0.0.1, in files that live as long as the
+/// test process.
+pub struct PrivateCa {
+    /// The CA's certificate, PEM.
+    pub pem: String,
+    /// The file holding it.
+    pub path: PathBuf,
+    /// The server's certificate and key.
+    server: (PathBuf, PathBuf),
+    _dir: tempfile::TempDir,
+}
+
+impl PrivateCa {
+    /// A new CA and a certificate it signs for IP address 127.0.0.1, made
+    /// with openssl.
+    pub fn new() -> PrivateCa {
+        let dir = tempfile::tempdir().expect("a directory for the CA");
+        let at = |name: &str| dir.path().join(name);
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .expect("openssl runs");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let key = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        openssl(
+            &[
+                &["req", "-x509"][..],
+                &key,
+                &[
+                    "-keyout",
+                    "ca.key",
+                    "-out",
+                    "ca.pem",
+                    "-days",
+                    "7",
+                    "-subj",
+                    "/CN=lockwarden tests private CA",
+                    "-addext",
+                    "basicConstraints=critical,CA:TRUE",
+                    "-addext",
+                    "keyUsage=critical,keyCertSign,cRLSign",
+                ],
+            ]
+            .concat(),
+        );
+        openssl(
+            &[
+                &["req", "-new"][..],
+                &key,
+                &[
+                    "-keyout",
+                    "server.key",
+                    "-out",
+                    "server.csr",
+                    "-subj",
+                    "/CN=127.0.0.1",
+                ],
+            ]
+            .concat(),
+        );
+        std::fs::write(
+            at("server.ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n\
+             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+        )
+        .expect("write the extensions");
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "7",
+            "-extfile",
+            "server.ext",
+        ]);
+        PrivateCa {
+            pem: std::fs::read_to_string(at("ca.pem")).expect("the CA's certificate"),
+            path: at("ca.pem"),
+            server: (at("server.pem"), at("server.key")),
+            _dir: dir,
+        }
+    }
+}
+
+impl Default for PrivateCa {
+    fn default() -> PrivateCa {
+        PrivateCa::new()
+    }
 }
 
 impl S3Server {
     /// The server of this test process, started on first use.
     pub fn shared() -> &'static S3Server {
         static SERVER: OnceLock<S3Server> = OnceLock::new();
-        SERVER.get_or_init(S3Server::start)
+        SERVER.get_or_init(|| S3Server::start(None))
     }
 
-    fn start() -> S3Server {
+    /// The HTTPS server of this test process, started on first use: its
+    /// certificate, for 127.0.0.1, is signed by a CA no system trusts
+    /// ([`S3Server::ca`]), which restic (`RESTIC_CACERT`) and rclone
+    /// (`RCLONE_CA_CERT`) are given in its buckets' environment.
+    pub fn shared_tls() -> &'static S3Server {
+        static SERVER: OnceLock<S3Server> = OnceLock::new();
+        SERVER.get_or_init(|| S3Server::start(Some(PrivateCa::new())))
+    }
+
+    fn start(ca: Option<PrivateCa>) -> S3Server {
         let program = installed(servers_venv().join("bin/moto_server"), "moto");
         let addr = free_addr();
         let (host, port) = addr.split_once(':').expect("host:port");
-        let args = ["-H", host, "-p", port].map(str::to_owned);
-        let process = ServerProcess::start("moto_server", addr.clone(), &program, &args, &[]);
-        S3Server {
-            endpoint: format!("http://{addr}"),
-            process,
+        let mut args = vec![
+            "-H".to_owned(),
+            host.to_owned(),
+            "-p".to_owned(),
+            port.to_owned(),
+        ];
+        let shown = |path: &Path| path.to_str().expect("a UTF-8 path").to_owned();
+        if let Some(ca) = &ca {
+            let (cert, key) = &ca.server;
+            args.extend(["-c".to_owned(), shown(cert), "-k".to_owned(), shown(key)]);
         }
+        let process = ServerProcess::start("moto_server", addr.clone(), &program, &args, &[]);
+        let scheme = if ca.is_some() { "https" } else { "http" };
+        S3Server {
+            endpoint: format!("{scheme}://{addr}"),
+            process,
+            ca,
+        }
+    }
+
+    /// The CA that signs its certificate, when it serves HTTPS.
+    pub fn ca(&self) -> Option<&PrivateCa> {
+        self.ca.as_ref()
     }
 
     /// The server's process (its start time, its request log).
@@ -49,7 +193,7 @@ impl S3Server {
 
     /// A fresh bucket.
     pub fn new_bucket(&'static self) -> Bucket {
-        let remote_env = rclone_remote_env(
+        let mut remote_env = rclone_remote_env(
             REMOTE,
             &[
                 ("type", "s3"),
@@ -61,7 +205,12 @@ impl S3Server {
                 ("force_path_style", "true"),
             ],
         );
-        Bucket::new(Store::S3, &self.process, remote_env, REMOTE, locate)
+        let Some(ca) = &self.ca else {
+            return Bucket::new(Store::S3, &self.process, remote_env, REMOTE, locate);
+        };
+        let ca = ca.path.to_str().expect("a UTF-8 path").to_owned();
+        remote_env.push(("RCLONE_CA_CERT".to_owned(), ca));
+        Bucket::new(Store::S3, &self.process, remote_env, REMOTE, locate_tls)
     }
 }
 
@@ -80,4 +229,18 @@ fn locate(bucket: &Bucket, prefix: &str, _repo: &TestRepo) -> Locations {
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .into(),
     }
+}
+
+/// [`locate`] over HTTPS: `s3:https://...`, with `RESTIC_CACERT` naming
+/// the [`S3Server::shared_tls`] CA for restic (lockwarden reads no such
+/// variable).
+fn locate_tls(bucket: &Bucket, prefix: &str, repo: &TestRepo) -> Locations {
+    let mut locations = locate(bucket, prefix, repo);
+    for location in [&mut locations.restic, &mut locations.lockwarden] {
+        *location = location.replacen("s3:http://", "s3:https://", 1);
+    }
+    let ca = S3Server::shared_tls().ca().expect("a CA");
+    let path = ca.path.to_str().expect("a UTF-8 path").to_owned();
+    locations.env.push(("RESTIC_CACERT".to_owned(), path));
+    locations
 }

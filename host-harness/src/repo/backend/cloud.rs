@@ -162,6 +162,7 @@ pub fn open(
         bucket: bucket.to_owned(),
         shown: target.shown.to_owned(),
         timeout: target.timeout,
+        trusted: target.variables.tls().trusted("the system's roots"),
     }))
 }
 
@@ -176,6 +177,9 @@ pub struct CloudBackend {
     /// The redacted location, for messages.
     shown: String,
     timeout: Duration,
+    /// What the storage's certificate is checked against, for the message
+    /// of one refused ([`crate::tls::Tls::trusted`]).
+    trusted: String,
 }
 
 impl CloudBackend {
@@ -240,6 +244,12 @@ impl CloudBackend {
                 BackendError::Denied(format!("{at}: the storage refused access ({answer})"))
             }
             _ => match answer.transport {
+                Some(HttpErrorKind::Connect) if answer.handshake.is_some() => {
+                    BackendError::Untrusted(format!(
+                        "cannot reach {}: {answer} ({})",
+                        self.shown, self.trusted
+                    ))
+                }
                 Some(HttpErrorKind::Connect) => {
                     BackendError::Unreachable(format!("cannot reach {}: {answer}", self.shown))
                 }
@@ -343,6 +353,9 @@ struct Answer {
     missing_bucket: bool,
     /// Why the HTTP client policy refused the answer, when it did.
     refused: Option<refusal::Refusal>,
+    /// Why the TLS handshake failed, when it did
+    /// ([`crate::tls::handshake_failure`]).
+    handshake: Option<&'static str>,
 }
 
 impl Answer {
@@ -353,6 +366,7 @@ impl Answer {
             transport: None,
             missing_bucket: false,
             refused: None,
+            handshake: crate::tls::handshake_failure(e),
         };
         let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
         while let Some(err) = source {
@@ -390,6 +404,9 @@ impl std::fmt::Display for Answer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let Some(refusal) = &self.refused {
             return write!(f, "{refusal}");
+        }
+        if let (None, Some(handshake)) = (self.status, self.handshake) {
+            return f.write_str(handshake);
         }
         match (self.status, &self.code, self.transport) {
             (Some(status), Some(code), _) => write!(f, "the storage answered {status} {code}"),

@@ -36,6 +36,7 @@ pub use memory::MemoryBackend;
 pub use rest::parse_listing;
 
 use super::Password;
+use crate::tls::Tls;
 use location_text::LocationError;
 
 /// Every backend lockwarden knows, by the `scheme:` that starts a location.
@@ -84,9 +85,17 @@ pub struct Scheme {
 /// repository; or values given whole (a discovered repository's, from the
 /// Secrets its operator names). With a prefix or given values, only the
 /// repository's own are read.
+///
+/// With them goes how the storage is reached over TLS ([`Tls`]: a CA of
+/// the repository's own, or no verification), as restic is handed it with
+/// its variables (`RESTIC_CACERT`, `--cacert`, `--insecure-tls`): every
+/// backend is given both ([`Target::variables`]), and a repository whose
+/// TLS changes is another repository (the [`Debug`] form shows the CA's
+/// digest).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Variables {
     source: VariableSource,
+    tls: Tls,
 }
 
 #[derive(Clone, PartialEq, Eq)]
@@ -103,18 +112,19 @@ impl Default for VariableSource {
     }
 }
 
-/// Names only: the values are credentials.
+/// Names only: the values are credentials (and the TLS setting by its
+/// digest).
 impl std::fmt::Debug for Variables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.source {
-            VariableSource::Environment(prefix) => write!(f, "Variables(environment {prefix:?})"),
+            VariableSource::Environment(prefix) => write!(f, "Variables(environment {prefix:?}")?,
             VariableSource::Given(values) => {
-                write!(
-                    f,
-                    "Variables(given {:?})",
-                    values.keys().collect::<Vec<_>>()
-                )
+                write!(f, "Variables(given {:?}", values.keys().collect::<Vec<_>>())?;
             }
+        }
+        match &self.tls {
+            Tls::Default => f.write_str(")"),
+            tls => write!(f, ", TLS {tls:?})"),
         }
     }
 }
@@ -124,6 +134,7 @@ impl Variables {
     pub fn prefixed(prefix: &str) -> Variables {
         Variables {
             source: VariableSource::Environment(prefix.to_owned()),
+            tls: Tls::Default,
         }
     }
 
@@ -133,7 +144,18 @@ impl Variables {
         values.retain(|name, _| Variables::GIVEN.iter().any(|(given, _)| given == name));
         Variables {
             source: VariableSource::Given(values),
+            tls: Tls::Default,
         }
+    }
+
+    /// These variables, with the storage reached over TLS as `tls` says.
+    pub fn with_tls(self, tls: Tls) -> Variables {
+        Variables { tls, ..self }
+    }
+
+    /// How the storage is reached over TLS.
+    pub fn tls(&self) -> &Tls {
+        &self.tls
     }
 
     /// The names values may be given for ([`Variables::given`]), and
@@ -408,6 +430,11 @@ pub enum BackendError {
     /// The storage cannot be reached.
     #[error("{0}")]
     Unreachable(String),
+    /// The storage answered, but its TLS certificate was refused (or the
+    /// handshake failed): the message says why and what it was checked
+    /// against ([`crate::tls::Tls::trusted`]).
+    #[error("{0}")]
+    Untrusted(String),
     /// The storage refused the credentials (or they allow too little).
     #[error("{0}")]
     Denied(String),

@@ -20,6 +20,7 @@ use super::{
 };
 use crate::limits;
 use crate::repo::backend::location_text::{LocationError, percent_decode, redact_userinfo};
+use crate::tls::Tls;
 
 /// `rest:http(s)://[user:password@]host[:port][/path]`.
 pub const SCHEME: Scheme = Scheme {
@@ -40,7 +41,8 @@ pub const SCHEME: Scheme = Scheme {
             target.shown.to_owned(),
             target.timeout,
             !target.variables.are_given(),
-        )))
+            target.variables.tls(),
+        )?))
     },
     modifies: true,
 };
@@ -110,6 +112,8 @@ impl<'a> Url<'a> {
 pub(super) const V2: &str = "application/vnd.x.restic.rest.v2";
 /// The longest a connection may take to set up, within the request timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// What ureq's agent trusts for every repository.
+const DEFAULT_ROOTS: &str = "the roots built into lockwarden (Mozilla's)";
 
 /// A REST repository.
 pub struct RestBackend {
@@ -117,6 +121,9 @@ pub struct RestBackend {
     base: String,
     authorization: Option<String>,
     display: String,
+    /// What the server's certificate is checked against, for the message
+    /// of one refused ([`Tls::trusted`]).
+    trusted: String,
 }
 
 #[derive(Deserialize)]
@@ -151,14 +158,18 @@ impl RestBackend {
     /// optional basic-auth credentials; `display` is the redacted location.
     /// Each request, body included, ends within `timeout`. Through the
     /// proxy lockwarden's environment names (`HTTPS_PROXY`, ...) only when
-    /// `environment_proxy` ([`super::Variables::are_given`]).
+    /// `environment_proxy` ([`super::Variables::are_given`]). The server's
+    /// certificate is checked against the roots built into ureq (Mozilla's),
+    /// or as `tls` says: against the system's roots and the repository's
+    /// own CA, or not at all.
     pub fn new(
         base: &str,
         credentials: Option<&(String, String)>,
         display: String,
         timeout: Duration,
         environment_proxy: bool,
-    ) -> RestBackend {
+        tls: &Tls,
+    ) -> Result<RestBackend, BackendError> {
         let mut config = Agent::config_builder()
             .timeout_global(Some(timeout))
             .timeout_connect(Some(timeout.min(CONNECT_TIMEOUT)))
@@ -170,15 +181,35 @@ impl RestBackend {
         if !environment_proxy {
             config = config.proxy(None);
         }
+        match tls {
+            Tls::Default => {}
+            Tls::Roots(roots) => {
+                // Added to the system's roots, not in their place.
+                let system = crate::tls::system_roots().map_err(BackendError::Other)?;
+                let certs = (system.iter().chain(roots.certs()))
+                    .map(|der| ureq::tls::Certificate::from_der(der.as_ref()).to_owned());
+                let roots = ureq::tls::RootCerts::from(certs);
+                config =
+                    config.tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build());
+            }
+            Tls::Insecure { .. } => {
+                config = config.tls_config(
+                    ureq::tls::TlsConfig::builder()
+                        .disable_verification(true)
+                        .build(),
+                );
+            }
+        }
         let config = config.build();
         let agent = Agent::with_parts(config, DefaultConnector::new(), Lookup::default());
-        RestBackend {
+        Ok(RestBackend {
             agent,
             base: base.to_owned(),
             authorization: credentials
                 .map(|(u, p)| format!("Basic {}", BASE64.encode(format!("{u}:{p}")))),
             display,
-        }
+            trusted: tls.trusted(DEFAULT_ROOTS),
+        })
     }
 
     fn url(&self, path: &str) -> String {
@@ -207,6 +238,17 @@ impl RestBackend {
         result: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
         what: &str,
     ) -> Result<ureq::http::Response<ureq::Body>, BackendError> {
+        let handshake = match result.as_ref().err() {
+            Some(ureq::Error::Rustls(tls)) => Some(crate::tls::described(tls)),
+            Some(ureq::Error::Io(io)) => crate::tls::handshake_failure(io),
+            _ => None,
+        };
+        if let Some(handshake) = handshake {
+            return Err(BackendError::Untrusted(format!(
+                "cannot reach {}: {handshake} ({})",
+                self.display, self.trusted
+            )));
+        }
         result.map_err(|e| match e {
             ureq::Error::Timeout(_) => BackendError::Other(format!(
                 "{what} at {}: timed out, the whole answer did not arrive within --timeout",
@@ -445,6 +487,46 @@ pub(super) fn removal(status: u16, path: &str, shown: &str) -> Result<Removal, B
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that is not the TLS one the location promises fails the
+    /// handshake, and the error says so and what the certificate would
+    /// have been checked against (here the system's roots and the
+    /// repository's own CA), never that the server is not running.
+    #[test]
+    fn a_failed_tls_handshake_is_said_with_what_was_trusted() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        let addr = listener.local_addr().expect("its address");
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().take(4).flatten() {
+                let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+                let _ = std::io::Write::write_all(&mut stream, answer);
+            }
+        });
+        let ca =
+            Tls::with_ca(crate::tls::tests::TEST_CA.as_bytes(), "spec.x".into()).expect("a CA");
+        let made = |tls: &Tls| {
+            RestBackend::new(
+                &format!("https://{addr}/r"),
+                None,
+                format!("rest:https://{addr}/r"),
+                Duration::from_secs(10),
+                false,
+                tls,
+            )
+        };
+        let insecure = Tls::Insecure { from: "x".into() };
+        assert!(made(&insecure).is_ok());
+        let err = made(&ca)
+            .expect("made")
+            .list(Kind::Lock)
+            .expect_err("no TLS there");
+        assert!(
+            matches!(&err, BackendError::Untrusted(m)
+                if m.contains("the TLS handshake failed")
+                    && m.contains("the system's roots and the CA from spec.x")),
+            "{err:?}"
+        );
+    }
 
     /// A storage's answer is never quoted: serde's own messages would
     /// (`invalid type: string "..."`).

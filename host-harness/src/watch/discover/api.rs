@@ -1,7 +1,8 @@
 //! What discovery reads of the cluster, per round: the operators' objects
 //! (cluster-wide lists, kept to the namespaces asked for) and the values of
-//! the Secrets they name (each Secret read once per round), each reference
-//! checked by [`Access`] before anything is read.
+//! the Secrets they name (each Secret read once per round; a ConfigMap too
+//! for VolSync's `customCA`), each reference checked by [`Access`] before
+//! anything is read.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -20,7 +21,9 @@ pub struct ClusterView<'a> {
     client: &'a Kubernetes,
     timeout: Duration,
     access: &'a Access,
-    secrets: RefCell<HashMap<(String, String), Result<Value, String>>>,
+    /// The Secrets and ConfigMaps read this round, by resource, namespace
+    /// and name.
+    secrets: RefCell<HashMap<Slot, Result<Value, String>>>,
     /// The namespaces whose objects a list since the last
     /// [`ClusterView::take_blind`] could not hold, and why.
     blind: RefCell<BTreeMap<String, String>>,
@@ -120,6 +123,51 @@ impl<'a> ClusterView<'a> {
         self.named_secret_value(namespace, namespace, name, key)
     }
 
+    /// Key `key` of Secret `name` in `namespace`, named by an object of the
+    /// same namespace, as text, when the Secret has that key: `None` when
+    /// it has not (a key the operator reads only when it is there, such as
+    /// `CA_CERT_DATA`).
+    pub fn secret_value_if_any(
+        &self,
+        namespace: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<Option<String>, String> {
+        let secret = self.secret(namespace, namespace, name)?;
+        if secret
+            .pointer("/data")
+            .and_then(|data| data.get(key))
+            .is_none()
+        {
+            return Ok(None);
+        }
+        self.secret_value(namespace, name, key).map(Some)
+    }
+
+    /// Key `key` of ConfigMap `name` in `namespace` (its `data`), named by
+    /// an object of the same namespace: read only when [`Access`] allows
+    /// it, as a Secret is. The error says which ConfigMap and key and why.
+    pub fn config_map_value(
+        &self,
+        namespace: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<String, String> {
+        let map = self.fetch(&CONFIG_MAP, namespace, namespace, name)?;
+        map.pointer("/data")
+            .and_then(|data| data.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                format!(
+                    "key {} of ConfigMap {}/{} does not exist",
+                    crate::text::escape(key),
+                    crate::text::escape(namespace),
+                    crate::text::escape(name)
+                )
+            })
+    }
+
     /// Key `key` of Secret `name` in `namespace`, named by an object in
     /// `from`: read only when [`Access`] allows it (no operator grants
     /// Secrets to other namespaces).
@@ -180,15 +228,31 @@ impl<'a> ClusterView<'a> {
     /// Secret `name` in `namespace`, named by an object in `from`: what
     /// [`Access`] allows, asked before anything is read.
     fn secret(&self, from: &str, namespace: &str, name: &str) -> Result<Value, String> {
-        let what = format!("Secret {}", crate::text::escape(name));
+        self.fetch(&SECRET, from, namespace, name)
+    }
+
+    /// The object of `kind` named `name` in `namespace`, named by an object
+    /// in `from`: what [`Access`] allows, asked before anything is read;
+    /// each read once per round, and at most
+    /// [`limits::DISCOVERED_REPOSITORIES`] Secrets and ConfigMaps of one
+    /// namespace.
+    fn fetch(
+        &self,
+        kind: &Referenced,
+        from: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Value, String> {
+        let word = kind.word;
+        let what = format!("{word} {}", crate::text::escape(name));
         self.access.check(from, namespace, &what, false)?;
-        let slot = (namespace.to_owned(), name.to_owned());
+        let slot = (kind.plural, namespace.to_owned(), name.to_owned());
         if let Some(known) = self.secrets.borrow().get(&slot) {
             return known.clone();
         }
         if !is_object_name(namespace) || !is_object_name(name) {
             return Err(format!(
-                "Secret {}/{} is not a name the API gives",
+                "{word} {}/{} is not a name the API gives",
                 crate::text::escape(namespace),
                 crate::text::escape(name)
             ));
@@ -199,26 +263,26 @@ impl<'a> ClusterView<'a> {
         let count = asked.entry(namespace.to_owned()).or_default();
         if *count >= limits::DISCOVERED_REPOSITORIES {
             return Err(format!(
-                "namespace {} names more than {} Secrets; the objects naming the others are not \
-                 read",
+                "namespace {} names more than {} Secrets and ConfigMaps; the objects naming the \
+                 others are not read",
                 crate::text::escape(namespace),
                 limits::DISCOVERED_REPOSITORIES
             ));
         }
         *count += 1;
         drop(asked);
-        let path = format!("/api/v1/namespaces/{namespace}/secrets/{name}");
+        let path = format!("/api/v1/namespaces/{namespace}/{}/{name}", kind.plural);
         let read = self
             .client
             .get::<Value>(self.timeout, &path)
             .map_err(|e| match e.code() {
                 Some(403) => format!(
-                    "lockwarden may not read Secret {}/{} (403: its RBAC grants no get there; docs/kubernetes.md#installing)",
+                    "lockwarden may not read {word} {}/{} (403: its RBAC grants no get there; docs/kubernetes.md#installing)",
                     crate::text::escape(namespace),
                     crate::text::escape(name)
                 ),
                 Some(404) => format!(
-                    "Secret {}/{} does not exist",
+                    "{word} {}/{} does not exist",
                     crate::text::escape(namespace),
                     crate::text::escape(name)
                 ),
@@ -228,6 +292,29 @@ impl<'a> ClusterView<'a> {
         read
     }
 }
+
+/// A Secret or ConfigMap read: its resource (`secrets`), namespace and
+/// name.
+type Slot = (&'static str, String, String);
+
+/// A kind of object an operator's object names by name: a Secret, or a
+/// ConfigMap (VolSync's `customCA`).
+struct Referenced {
+    /// Its resource in `/api/v1`.
+    plural: &'static str,
+    /// Its kind, for messages.
+    word: &'static str,
+}
+
+const SECRET: Referenced = Referenced {
+    plural: "secrets",
+    word: "Secret",
+};
+
+const CONFIG_MAP: Referenced = Referenced {
+    plural: "configmaps",
+    word: "ConfigMap",
+};
 
 /// The string at `pointer` in `object`, if there is a non-empty one.
 pub fn text<'v>(object: &'v Value, pointer: &str) -> Option<&'v str> {

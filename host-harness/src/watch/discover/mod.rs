@@ -18,6 +18,7 @@
 //! timeout = "60s"               # per request
 //! mode = "unlock"               # or "report"
 //! inventory_hosts = "^backup-"  # optional: replaces the operators' pod names
+//! allow_insecure_tls = false    # true: objects may turn TLS verification off
 //! ```
 //!
 //! Each repository is named `namespace/Kind/name` after the object that
@@ -46,6 +47,7 @@ pub use settings::{DiscoverEntry, Template};
 pub use survey::{Candidate, Listed, Survey};
 
 use crate::repo::Password;
+use crate::tls::Tls;
 
 /// The namespaces discovery looks in.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -103,6 +105,10 @@ pub struct Discovered {
     pub password: Password,
     /// The storage's variables, as the operator hands them to restic.
     pub variables: BTreeMap<String, String>,
+    /// How its storage is reached over TLS, as the object says: its own CA
+    /// (added to the system's roots), or no verification (only where
+    /// `allow_insecure_tls` allows it: [`Discovery`] refuses it otherwise).
+    pub tls: Tls,
     /// The pod names its operator runs restic in: the hostnames the pod
     /// inventory speaks for (`None`: no pattern is known, and pods are no
     /// evidence).
@@ -127,7 +133,17 @@ impl Discovered {
             add(name.as_bytes());
             add(value.as_bytes());
         }
+        add(&self.tls.identity());
         digest.finalize().into()
+    }
+
+    /// How its storage's TLS certificate is checked, for a reader: `default
+    /// roots`, `CA from <field>` (the object's own CA, added to the
+    /// system's roots) or `insecure (<field>, allowed by
+    /// allow_insecure_tls)`. `lockwarden discover` prints it (for a watched
+    /// repository, the same is its settings' `variables.tls().mode()`).
+    pub fn tls_mode(&self) -> String {
+        self.tls.mode()
     }
 
     /// Its name: `namespace/Kind/name`, and `/part` when it has one.
@@ -145,6 +161,7 @@ impl std::fmt::Debug for Discovered {
         f.debug_struct("Discovered")
             .field("owner", &self.owner)
             .field("variables", &self.variables.keys().collect::<Vec<_>>())
+            .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
 }
@@ -187,6 +204,9 @@ pub struct Discovery {
     pub every: Duration,
     /// Replaces every operator's pod names, when given.
     pub inventory_hosts: Option<Regex>,
+    /// Whether an object may have its repository reached without verifying
+    /// the storage's TLS certificate (watch.toml's `allow_insecure_tls`).
+    pub allow_insecure_tls: bool,
 }
 
 /// One round's result for one operator: what it found, or why its objects
@@ -223,8 +243,18 @@ impl Discovery {
     }
 
     /// `found`, each repository once, with the inventory's hosts replaced
-    /// when the settings say so.
-    fn settle(&self, mut found: Vec<Found>) -> Vec<Found> {
+    /// when the settings say so; one whose object turns TLS verification
+    /// off is refused unless `allow_insecure_tls`.
+    fn settle(&self, found: Vec<Found>) -> Vec<Found> {
+        let mut found: Vec<Found> = found
+            .into_iter()
+            .map(|f| match f {
+                Ok(d) if !self.allow_insecure_tls && d.tls.is_insecure() => {
+                    Err(self.insecure_refused(d))
+                }
+                other => other,
+            })
+            .collect();
         let mut seen = std::collections::HashSet::new();
         found.retain(|f| match f {
             Ok(d) => seen.insert(d.identity()),
@@ -236,5 +266,105 @@ impl Discovery {
             }
         }
         found
+    }
+
+    /// Why `found`, whose object turns TLS verification off, is not
+    /// watched: which field, and which setting would allow it.
+    fn insecure_refused(&self, found: Discovered) -> Unusable {
+        let from = match &found.tls {
+            Tls::Insecure { from } => from.as_str(),
+            _ => "its object",
+        };
+        let why = format!(
+            "its {from} turns TLS certificate verification off, which discovery does only where \
+             watch.toml's [discover] says allow_insecure_tls = true (or give the storage's CA \
+             instead)"
+        );
+        Unusable::new(found.name(), found.owner, why)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn discovered(name: &str, tls: Tls) -> Discovered {
+        Discovered {
+            owner: Owner {
+                api_version: "stash.appscode.com/v1alpha1".into(),
+                kind: "Repository".into(),
+                namespace: "app".into(),
+                name: name.into(),
+                uid: None,
+            },
+            part: None,
+            location: "s3:https://minio.storage:9000/backups/app".into(),
+            password: Password::new("pw"),
+            variables: BTreeMap::new(),
+            tls,
+            hosts: None,
+            secrets: Vec::new(),
+        }
+    }
+
+    fn discovery(allow_insecure_tls: bool) -> Discovery {
+        Discovery {
+            operators: vec![Operator::Stash],
+            access: Access::default(),
+            max_repositories: 10,
+            every: Duration::from_secs(60),
+            inventory_hosts: None,
+            allow_insecure_tls,
+        }
+    }
+
+    #[test]
+    fn an_object_that_turns_tls_verification_off_is_refused_unless_allowed() {
+        let insecure = || Tls::Insecure {
+            from: "spec.backend.s3.insecureTLS".into(),
+        };
+        let found = || {
+            vec![
+                Ok(discovered("a", insecure())),
+                Ok(discovered("b", Tls::Default)),
+            ]
+        };
+        let settled = discovery(false).settle(found());
+        let Err(refused) = &settled[0] else {
+            panic!("an insecure object is refused")
+        };
+        assert_eq!(refused.name, "app/Repository/a");
+        assert!(
+            refused
+                .why
+                .starts_with("its spec.backend.s3.insecureTLS turns TLS certificate")
+                && refused.why.contains("allow_insecure_tls = true"),
+            "{}",
+            refused.why
+        );
+        assert!(settled[1].is_ok());
+        let allowed = discovery(true).settle(found());
+        assert!(allowed.iter().all(Result::is_ok));
+        assert_eq!(
+            allowed[0]
+                .as_ref()
+                .map(Discovered::tls_mode)
+                .ok()
+                .as_deref(),
+            Some("insecure (spec.backend.s3.insecureTLS, allowed by allow_insecure_tls)")
+        );
+    }
+
+    #[test]
+    fn another_tls_setting_is_another_repository() {
+        let ca = Tls::with_ca(crate::tls::tests::TEST_CA.as_bytes(), "x".into()).expect("a CA");
+        let found = vec![
+            Ok(discovered("a", Tls::Default)),
+            Ok(discovered("b", ca.clone())),
+            Ok(discovered("c", ca)),
+        ];
+        let settled = discovery(false).settle(found);
+        let names: Vec<String> = settled.iter().flatten().map(Discovered::name).collect();
+        assert_eq!(names, ["app/Repository/a", "app/Repository/b"]);
     }
 }

@@ -17,6 +17,7 @@ use super::api::{ClusterView, SecretUse, text};
 use super::{Discovered, Found, Owner, Unusable};
 use crate::repo::Password;
 use crate::repo::backend::scheme_of;
+use crate::tls::Tls;
 
 /// A backup operator whose repositories discovery finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
@@ -102,6 +103,8 @@ struct Parts {
     variables: BTreeMap<String, String>,
     /// The pod names restic runs in, if a pattern is known.
     hosts: Option<&'static str>,
+    /// How its storage is reached over TLS, as the object says ([`tls`]).
+    tls: Tls,
 }
 
 impl Parts {
@@ -119,7 +122,30 @@ impl Parts {
             password,
             variables,
             hosts: Some(hosts),
+            tls: Tls::Default,
         }
+    }
+
+    /// These parts, with the storage reached as `tls` says.
+    fn with_tls(self, tls: Tls) -> Parts {
+        Parts { tls, ..self }
+    }
+}
+
+/// The TLS setting an object gives its repository, as its operator hands
+/// it to restic: no verification where the field `insecure` names says so
+/// (whether watch.toml allows it is decided after, by
+/// [`super::Discovery`]), else the CA bundle `ca` (the field that gave it,
+/// for messages, and its PEM), added to the system's roots, else the
+/// default roots. A bundle that is too large, or holds no certificate or
+/// one that does not parse, is refused with the field's name.
+fn tls(ca: Option<(String, Vec<u8>)>, insecure: Option<String>) -> Result<Tls, String> {
+    if let Some(from) = insecure {
+        return Ok(Tls::Insecure { from });
+    }
+    match ca {
+        Some((from, pem)) => Tls::with_ca(&pem, from),
+        None => Ok(Tls::Default),
     }
 }
 
@@ -169,6 +195,7 @@ fn discovered(owner: Owner, parts: Result<Parts, String>, secrets: Vec<SecretUse
         location: parts.location,
         password: Password::new(parts.password.into_bytes()),
         variables: parts.variables,
+        tls: parts.tls,
         hosts,
         secrets,
     })

@@ -42,6 +42,8 @@ pub struct DiscoverEntry {
     timeout: Option<String>,
     mode: Option<Mode>,
     inventory_hosts: Option<String>,
+    #[serde(default)]
+    allow_insecure_tls: bool,
 }
 
 /// How every discovered repository is watched: what a `[[repository]]`
@@ -127,6 +129,7 @@ impl DiscoverEntry {
             },
             every,
             inventory_hosts,
+            allow_insecure_tls: self.allow_insecure_tls,
         };
         Ok((discovery, template))
     }
@@ -165,7 +168,7 @@ impl Template {
             settings: RepositorySettings {
                 location,
                 password: PasswordSource::Value(found.password),
-                variables: Variables::given(found.variables),
+                variables: Variables::given(found.variables).with_tls(found.tls),
                 timeout,
                 evidence: EvidenceConfig {
                     trust_local_pids: false,

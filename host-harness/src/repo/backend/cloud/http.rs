@@ -13,7 +13,10 @@
 //!   providers give other ones) and nothing else of them (proxies, extra
 //!   roots, default headers: lockwarden sets none), and trusts the TLS
 //!   roots every reqwest client of lockwarden trusts ([`crate::tls`]: the
-//!   system's, through reqwest's platform verifier);
+//!   system's, through reqwest's platform verifier), with the repository's
+//!   own CA added for its requests alone, or verifies no certificate where
+//!   the repository's [`Tls`] says so (a discovered repository whose object
+//!   asks for it, where watch.toml allows it);
 //! - goes through the proxy lockwarden's environment names (`HTTPS_PROXY`,
 //!   ...) only for a repository whose variables are read from there: a
 //!   discovered one's requests go straight to the host its object names
@@ -44,6 +47,7 @@ use super::listing::Asked;
 use super::refusal::Refusal;
 use crate::limits;
 use crate::repo::backend::Variables;
+use crate::tls::Tls;
 
 /// The most bytes of any answer but a listing page or an error body: the
 /// largest restic file lockwarden reads (object reads are bounded by their
@@ -63,31 +67,36 @@ const USER_AGENT: &str = concat!("lockwarden/", env!("CARGO_PKG_VERSION"));
 
 /// Makes the object stores' HTTP clients (give it to each store's
 /// builder: `with_http_connector`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Connector {
     /// Whether the proxy lockwarden's environment names is used.
     environment_proxy: bool,
+    /// The repository's own TLS setting.
+    tls: Tls,
 }
 
 impl Connector {
     /// The connector of a repository whose storage variables are
     /// `variables`: without any proxy of lockwarden's environment when
-    /// they were given whole ([`Variables::are_given`]).
+    /// they were given whole ([`Variables::are_given`]), with their
+    /// [`Tls`].
     pub fn of(variables: &Variables) -> Connector {
         Connector {
             environment_proxy: !variables.are_given(),
+            tls: variables.tls().clone(),
         }
     }
 }
 
 impl HttpConnector for Connector {
     fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
-        let client = shared_client(options, self.environment_proxy).map_err(|source| {
-            object_store::Error::Generic {
-                store: "HTTP client",
-                source: source.into(),
-            }
-        })?;
+        let client =
+            shared_client(options, self.environment_proxy, &self.tls).map_err(|source| {
+                object_store::Error::Generic {
+                    store: "HTTP client",
+                    source: source.into(),
+                }
+            })?;
         Ok(HttpClient::new(Service { client }))
     }
 }
@@ -102,18 +111,44 @@ const CLIENT_KEYS: [ClientConfigKey; 5] = [
     ClientConfigKey::Http1Only,
 ];
 
+/// The clients kept for sharing ([`shared_client`]); past this, the
+/// oldest kept for a repository's own CA is forgotten (the stores that
+/// hold it keep it: only sharing is lost), so that CAs that come and go
+/// with discovered repositories do not pile up.
+const SHARED_CLIENTS: usize = 64;
+
+/// What tells the TLS settings of two clients apart: a CA by its digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TlsKey {
+    Default,
+    Ca([u8; 32]),
+    Insecure,
+}
+
+impl TlsKey {
+    fn of(tls: &Tls) -> TlsKey {
+        match tls {
+            Tls::Default => TlsKey::Default,
+            Tls::Roots(roots) => TlsKey::Ca(roots.digest()),
+            Tls::Insecure { .. } => TlsKey::Insecure,
+        }
+    }
+}
+
 /// The one client of the process for what `options` say, with or without
-/// the `environment_proxy`: every store with the same settings shares it,
-/// its TLS roots and its connection pool (a client of its own per
-/// repository cost `watch` about 100 KiB of memory per repository, most of
-/// it its copy of the TLS roots). Requests carry their own credentials,
-/// and the client keeps no cookies, so sharing carries nothing from one
-/// store to another.
+/// the `environment_proxy`, with the `tls` setting: every store with the
+/// same settings shares it, its TLS roots and its connection pool (a
+/// client of its own per repository cost `watch` about 100 KiB of memory
+/// per repository, most of it its copy of the TLS roots); a repository's
+/// own CA is part of the settings, by its digest. Requests carry their own
+/// credentials, and the client keeps no cookies, so sharing carries nothing
+/// from one store to another.
 fn shared_client(
     options: &ClientOptions,
     environment_proxy: bool,
+    tls: &Tls,
 ) -> Result<reqwest::Client, String> {
-    type Settings = (Vec<Option<String>>, bool);
+    type Settings = (Vec<Option<String>>, bool, TlsKey);
     static CLIENTS: std::sync::Mutex<Vec<(Settings, reqwest::Client)>> =
         std::sync::Mutex::new(Vec::new());
     let settings: Settings = (
@@ -122,20 +157,32 @@ fn shared_client(
             .map(|key| options.get_config_value(key))
             .collect(),
         environment_proxy,
+        TlsKey::of(tls),
     );
     let mut clients = CLIENTS.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, client)) = clients.iter().find(|(s, _)| *s == settings) {
         return Ok(client.clone());
     }
-    let client = client(options, environment_proxy)?;
+    let client = client(options, environment_proxy, tls)?;
+    if clients.len() >= SHARED_CLIENTS
+        && let Some(oldest) = clients
+            .iter()
+            .position(|((_, _, key), _)| matches!(key, TlsKey::Ca(_)))
+    {
+        clients.remove(oldest);
+    }
     clients.push((settings, client.clone()));
     Ok(client)
 }
 
 /// A reqwest client under this policy, with what `options` say
 /// ([`CLIENT_KEYS`]), through the proxy of lockwarden's environment only
-/// when `environment_proxy`.
-fn client(options: &ClientOptions, environment_proxy: bool) -> Result<reqwest::Client, String> {
+/// when `environment_proxy`, trusting what `tls` says.
+fn client(
+    options: &ClientOptions,
+    environment_proxy: bool,
+    tls: &Tls,
+) -> Result<reqwest::Client, String> {
     crate::tls::install_provider();
     let value = |key: ClientConfigKey| options.get_config_value(&key);
     let duration = |key: ClientConfigKey| -> Result<Option<Duration>, String> {
@@ -163,6 +210,21 @@ fn client(options: &ClientOptions, environment_proxy: bool) -> Result<reqwest::C
     }
     if !environment_proxy {
         builder = builder.no_proxy();
+    }
+    match tls {
+        Tls::Default => {}
+        // Added to the system's roots (reqwest's platform verifier), not
+        // in their place.
+        Tls::Roots(roots) => {
+            let certs = roots
+                .certs()
+                .iter()
+                .map(|der| reqwest::Certificate::from_der(der.as_ref()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|_| format!("its CA from {} does not parse", roots.from()))?;
+            builder = builder.tls_certs_merge(certs);
+        }
+        Tls::Insecure { .. } => builder = builder.tls_danger_accept_invalid_certs(true),
     }
     builder.build().map_err(|e| {
         let cause = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
@@ -377,19 +439,35 @@ mod tests {
     }
 
     #[test]
+    fn a_repositorys_own_ca_or_insecure_setting_is_part_of_the_shared_clients_key() {
+        let ca = || Tls::with_ca(crate::tls::tests::TEST_CA.as_bytes(), "x".into()).expect("a CA");
+        let insecure = Tls::Insecure { from: "x".into() };
+        let options = ClientOptions::new();
+        assert!(client(&options, false, &ca()).is_ok());
+        assert!(client(&options, false, &insecure).is_ok());
+        assert_eq!(TlsKey::of(&ca()), TlsKey::of(&ca()));
+        let keys = [
+            TlsKey::of(&Tls::Default),
+            TlsKey::of(&ca()),
+            TlsKey::of(&insecure),
+        ];
+        assert!(keys[0] != keys[1] && keys[1] != keys[2] && keys[0] != keys[2]);
+    }
+
+    #[test]
     fn the_options_of_every_caller_are_taken() {
         let ours = ClientOptions::new()
             .with_timeout(Duration::from_secs(90))
             .with_connect_timeout(Duration::from_millis(1500));
-        assert!(client(&ours, true).is_ok());
-        assert!(client(&ours, false).is_ok());
+        assert!(client(&ours, true, &Tls::Default).is_ok());
+        assert!(client(&ours, false, &Tls::Default).is_ok());
         // What the instance-metadata providers ask for.
         let metadata = ours
             .with_allow_http(true)
             .with_connect_timeout(Duration::from_secs(1));
-        assert!(client(&metadata, true).is_ok());
+        assert!(client(&metadata, true, &Tls::Default).is_ok());
         let bad = ClientOptions::new().with_config(ClientConfigKey::Timeout, "soon");
-        let err = client(&bad, true).expect_err("not a duration");
+        let err = client(&bad, true, &Tls::Default).expect_err("not a duration");
         assert!(err.contains("Timeout"), "{err}");
     }
 }

@@ -5,7 +5,10 @@
 //! its `…SecretRef`s name, in the object's own namespace. An object
 //! without a backend uses K8up's global settings (`BACKUP_GLOBAL…` in the
 //! operator's own Deployment), which no object shows: it is reported, not
-//! guessed. restic runs in job pods named `backup-…`, `check-…`,
+//! guessed. A backend's `tlsOptions` (`caCert`, `clientCert`, `clientKey`)
+//! are paths of files mounted into the backup pod, which lockwarden cannot
+//! read: such a repository is reported, not watched with the wrong roots.
+//! restic runs in job pods named `backup-…`, `check-…`,
 //! `prune-…`, `archive-…` and `restore-…`.
 
 use std::collections::BTreeMap;
@@ -46,6 +49,7 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
     let backend = object.pointer("/spec/backend").ok_or(
         "it names no spec.backend; K8up's global settings (BACKUP_GLOBAL…) are not readable",
     )?;
+    tls_options(backend)?;
     let secret = |field: &str| -> Result<String, String> {
         let name = text(backend, &format!("{field}/name"));
         let key = text(backend, &format!("{field}/key"));
@@ -94,4 +98,58 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
         return Err("only its s3 and azure backends are read".into());
     };
     Ok(Parts::whole(location, password, variables, HOSTS))
+}
+
+/// Refuses a `backend` whose `tlsOptions` name files (a CA, a client
+/// certificate and key): paths inside the backup pod, as a local backend's
+/// path is, which lockwarden cannot read. Watched without them, its checks
+/// would fail on a certificate the default roots do not know.
+fn tls_options(backend: &Value) -> Result<(), String> {
+    let Some(options) = backend.get("tlsOptions") else {
+        return Ok(());
+    };
+    let named: Vec<String> = ["caCert", "clientCert", "clientKey"]
+        .into_iter()
+        .filter(|field| text(options, &format!("/{field}")).is_some())
+        .map(|field| format!("spec.backend.tlsOptions.{field}"))
+        .collect();
+    if named.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "its {} {} inside the backup pod, which lockwarden cannot read",
+        named.join(", "),
+        if named.len() == 1 {
+            "names a file"
+        } else {
+            "name files"
+        }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn tls_options_name_files_in_the_pod_and_are_refused() {
+        let backend = |options| json!({"s3": {"endpoint": "https://minio"}, "tlsOptions": options});
+        assert_eq!(super::tls_options(&json!({"s3": {}})), Ok(()));
+        assert_eq!(super::tls_options(&backend(json!({}))), Ok(()));
+        let why = super::tls_options(&backend(json!({"caCert": "/mnt/ca/ca.crt"})))
+            .expect_err("a file in the pod");
+        assert_eq!(
+            why,
+            "its spec.backend.tlsOptions.caCert names a file inside the backup pod, which \
+             lockwarden cannot read"
+        );
+        let why = super::tls_options(&backend(json!({
+            "clientCert": "/mnt/tls/tls.crt", "clientKey": "/mnt/tls/tls.key"})))
+        .expect_err("files in the pod");
+        assert!(
+            why.contains("tlsOptions.clientCert, spec.backend.tlsOptions.clientKey name files"),
+            "{why}"
+        );
+        assert!(!why.contains("/mnt"), "{why}");
+    }
 }

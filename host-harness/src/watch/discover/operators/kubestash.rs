@@ -6,7 +6,9 @@
 //! `Restic`; WalG, Medusa and the others are not restic). Its password is
 //! `RESTIC_PASSWORD` in `spec.encryptionSecret`; the storage's keys are in
 //! the Secret the BackupStorage names (`secretName`), in the
-//! BackupStorage's namespace. A BackupStorage of another namespace is used
+//! BackupStorage's namespace, with its `CA_CERT_DATA` (the storage's CA
+//! bundle, when there is one) and an S3 storage's `insecureTLS`, as
+//! KubeStash hands them to restic. A BackupStorage of another namespace is used
 //! only where its `usagePolicy` allows the Repository's namespace, and an
 //! encryption Secret of another namespace not at all ([`super::super::access`]). The pods restic runs in follow no documented
 //! pattern, so pods are no evidence for these (unless `inventory_hosts`
@@ -20,6 +22,8 @@ use super::super::Found;
 use super::super::access;
 use super::super::api::{ClusterView, text};
 use super::{Parts, clean_join, discovered, owner};
+use crate::text::escape;
+use crate::tls::Tls;
 
 const GROUP_VERSION: &str = "storage.kubestash.com/v1alpha1";
 
@@ -94,7 +98,7 @@ fn parts(
     let secret =
         text(object, "/spec/encryptionSecret/name").ok_or("it has no spec.encryptionSecret")?;
     let password = view.named_secret_value(namespace, secret_ns, secret, "RESTIC_PASSWORD")?;
-    let (base, variables) = backend(view, storage, storage_ns)?;
+    let (base, variables, tls) = backend(view, storage, storage_ns)?;
     let repo_path = text(object, "/spec/path").unwrap_or("");
     Ok(paths
         .iter()
@@ -104,13 +108,14 @@ fn parts(
             password: password.clone(),
             variables: variables.clone(),
             hosts: None,
+            tls: tls.clone(),
         })
         .collect())
 }
 
-/// How a path in the BackupStorage becomes a location, and the storage's
-/// variables.
-type Backend = (Box<dyn Fn(&str) -> String>, BTreeMap<String, String>);
+/// How a path in the BackupStorage becomes a location, the storage's
+/// variables, and how it is reached over TLS.
+type Backend = (Box<dyn Fn(&str) -> String>, BTreeMap<String, String>, Tls);
 
 fn backend(view: &ClusterView<'_>, storage: &Value, namespace: &str) -> Result<Backend, String> {
     let provider =
@@ -128,6 +133,7 @@ fn backend(view: &ClusterView<'_>, storage: &Value, namespace: &str) -> Result<B
             ));
         }
     };
+    let mut ca = None;
     if let Some(secret) = text(spec, "/secretName") {
         for key in keys {
             variables.insert(
@@ -135,7 +141,9 @@ fn backend(view: &ClusterView<'_>, storage: &Value, namespace: &str) -> Result<B
                 view.secret_value(namespace, secret, key)?,
             );
         }
+        ca = view.secret_value_if_any(namespace, secret, "CA_CERT_DATA")?;
     }
+    let tls = tls(spec, storage, namespace, text(spec, "/secretName"), ca)?;
     let prefix = text(spec, "/prefix").unwrap_or("").to_owned();
     if provider == "azure" {
         let container = text(spec, "/container")
@@ -147,6 +155,7 @@ fn backend(view: &ClusterView<'_>, storage: &Value, namespace: &str) -> Result<B
         return Ok((
             Box::new(move |path| format!("azure:{container}:/{}", clean_join(&prefix, path))),
             variables,
+            tls,
         ));
     }
     let endpoint = text(spec, "/endpoint")
@@ -166,5 +175,68 @@ fn backend(view: &ClusterView<'_>, storage: &Value, namespace: &str) -> Result<B
             )
         }),
         variables,
+        tls,
     ))
+}
+
+/// The TLS setting of a BackupStorage (`storage`, in `namespace`) whose
+/// provider's settings are `spec`, as KubeStash hands it to restic:
+/// `--insecure-tls` when `insecureTLS` is true, `--cacert` with `ca`, key
+/// `CA_CERT_DATA` of its Secret `secret`.
+fn tls(
+    spec: &Value,
+    storage: &Value,
+    namespace: &str,
+    secret: Option<&str>,
+    ca: Option<String>,
+) -> Result<Tls, String> {
+    let name = text(storage, "/metadata/name").unwrap_or_default();
+    let insecure = (spec.get("insecureTLS").and_then(Value::as_bool) == Some(true)).then(|| {
+        format!(
+            "BackupStorage {}/{}'s spec.storage.s3.insecureTLS",
+            escape(namespace),
+            escape(name)
+        )
+    });
+    let ca = ca.map(|pem| {
+        let from = format!(
+            "key CA_CERT_DATA of Secret {}/{}",
+            escape(namespace),
+            escape(secret.unwrap_or_default())
+        );
+        (from, pem.into_bytes())
+    });
+    super::tls(ca, insecure)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::tls::Tls;
+    use crate::tls::tests::TEST_CA;
+
+    #[test]
+    fn the_storages_ca_and_insecure_tls_are_read() {
+        let storage = json!({"metadata": {"name": "minio", "namespace": "stash"}});
+        let spec = json!({"endpoint": "https://minio", "bucket": "b", "secretName": "s3"});
+        let tls = |spec: &serde_json::Value, ca: Option<&str>| {
+            super::tls(spec, &storage, "stash", Some("s3"), ca.map(str::to_owned))
+        };
+        assert_eq!(tls(&spec, None), Ok(Tls::Default));
+        assert_eq!(
+            tls(&spec, Some(TEST_CA)).expect("a CA").mode(),
+            "CA from key CA_CERT_DATA of Secret stash/s3"
+        );
+        let mut insecure = spec.clone();
+        insecure["insecureTLS"] = json!(true);
+        assert_eq!(
+            tls(&insecure, Some(TEST_CA)),
+            Ok(Tls::Insecure {
+                from: "BackupStorage stash/minio's spec.storage.s3.insecureTLS".into()
+            })
+        );
+        let why = tls(&spec, Some("-----BEGIN CERTIFICATE-----\n")).expect_err("broken");
+        assert!(why.contains("CA_CERT_DATA of Secret stash/s3"), "{why}");
+    }
 }

@@ -4,7 +4,10 @@
 //! with its password and the storage's keys in Secret
 //! `spec.backend.storageSecretName` of its namespace, each key the name of
 //! the variable restic gets (`RESTIC_PASSWORD`, `AWS_ACCESS_KEY_ID`, ...),
-//! and `AWS_DEFAULT_REGION` from `s3.region`. A `local` backend is a path
+//! and `AWS_DEFAULT_REGION` from `s3.region`. The Secret's `CA_CERT_DATA`,
+//! when there is one, is the storage's CA bundle (Stash writes it to a file
+//! for restic's `--cacert`), and `s3.insecureTLS` turns verification off
+//! (`--insecure-tls`). A `local` backend is a path
 //! inside the backup pod, which lockwarden cannot reach. restic runs in
 //! the workload's own pods (the `stash` sidecar), whose names follow no
 //! pattern, or in jobs named `stash-backup-…` and `stash-restore-…`.
@@ -16,6 +19,8 @@ use serde_json::Value;
 use super::super::Found;
 use super::super::api::{ClusterView, text};
 use super::{Parts, clean_join, each, pod_suffix};
+use crate::text::escape;
+use crate::tls::Tls;
 
 /// The pods restic runs in for Stash.
 pub(super) const HOSTS: &str = concat!("^stash-(backup|restore)-.+-", pod_suffix!());
@@ -44,6 +49,7 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
     let password = variables
         .remove("RESTIC_PASSWORD")
         .ok_or_else(|| format!("its Secret {secret} has no RESTIC_PASSWORD"))?;
+    let tls = tls(backend, namespace, secret, &mut variables)?;
     let prefix = |kind: &str| text(backend, &format!("/{kind}/prefix")).unwrap_or("");
     let location = if let Some(bucket) = text(backend, "/s3/bucket") {
         let endpoint = text(backend, "/s3/endpoint").ok_or("its s3 backend has no endpoint")?;
@@ -63,7 +69,30 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
     } else {
         return Err("only its s3, azure and gcs backends are read".into());
     };
-    Ok(Parts::whole(location, password, variables, HOSTS))
+    Ok(Parts::whole(location, password, variables, HOSTS).with_tls(tls))
+}
+
+/// The TLS setting of a Repository's `backend`, as Stash hands it to
+/// restic: `--insecure-tls` when `s3.insecureTLS` is true, `--cacert` with
+/// `CA_CERT_DATA` of its storage Secret `secret` in `namespace` (taken out
+/// of the Secret's `variables`).
+fn tls(
+    backend: &Value,
+    namespace: &str,
+    secret: &str,
+    variables: &mut BTreeMap<String, String>,
+) -> Result<Tls, String> {
+    let insecure = (backend.pointer("/s3/insecureTLS").and_then(Value::as_bool) == Some(true))
+        .then(|| "spec.backend.s3.insecureTLS".to_owned());
+    let ca = variables.remove("CA_CERT_DATA").map(|pem| {
+        let from = format!(
+            "key CA_CERT_DATA of Secret {}/{}",
+            escape(namespace),
+            escape(secret)
+        );
+        (from, pem.into_bytes())
+    });
+    super::tls(ca, insecure)
 }
 
 #[cfg(test)]
@@ -76,5 +105,48 @@ mod tests {
         );
         assert_eq!(super::super::clean_join("b", ""), "b");
         assert_eq!(super::super::clean_join("", "/x/./y/../z"), "x/z");
+    }
+}
+
+#[cfg(test)]
+mod tls_tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use crate::tls::Tls;
+    use crate::tls::tests::TEST_CA;
+
+    #[test]
+    fn the_secrets_ca_and_the_backends_insecure_tls_are_read() {
+        let mut variables = BTreeMap::from([
+            ("AWS_ACCESS_KEY_ID".to_owned(), "id".to_owned()),
+            ("CA_CERT_DATA".to_owned(), TEST_CA.to_owned()),
+        ]);
+        let backend = json!({"s3": {"endpoint": "https://minio", "bucket": "b"}});
+        let tls = super::tls(&backend, "app", "s3-secret", &mut variables).expect("a CA");
+        assert_eq!(
+            tls.mode(),
+            "CA from key CA_CERT_DATA of Secret app/s3-secret"
+        );
+        assert!(!variables.contains_key("CA_CERT_DATA"), "not a variable");
+        assert_eq!(
+            super::tls(&backend, "app", "s3-secret", &mut variables),
+            Ok(Tls::Default)
+        );
+        let insecure =
+            json!({"s3": {"endpoint": "https://minio", "bucket": "b", "insecureTLS": true}});
+        assert_eq!(
+            super::tls(&insecure, "app", "s3-secret", &mut variables),
+            Ok(Tls::Insecure {
+                from: "spec.backend.s3.insecureTLS".into()
+            })
+        );
+        variables.insert("CA_CERT_DATA".into(), "not a certificate".into());
+        let why = super::tls(&backend, "app", "s3-secret", &mut variables).expect_err("no CA");
+        assert!(
+            why.starts_with("its key CA_CERT_DATA of Secret app/s3-secret holds no PEM"),
+            "{why}"
+        );
     }
 }

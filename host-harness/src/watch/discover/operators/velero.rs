@@ -7,17 +7,24 @@
 //! else from what `velero install` mounts into Velero's pods (Secret
 //! `cloud-credentials`, key `cloud`): an AWS credentials file (the profile
 //! `config.profile`), or for Azure a file of `NAME=value` lines holding the
-//! key `config.storageAccountKeyEnvVar` names. restic runs in pods named
-//! `velero-…`, `node-agent-…` and `<repository>-maintain-job-…`.
+//! key `config.storageAccountKeyEnvVar` names. The location's TLS is
+//! what Velero hands restic: `--insecure-tls` when
+//! `config.insecureSkipTLSVerify` is true, `--cacert` with the bundle of
+//! `objectStorage.caCertRef` (a Secret's key in Velero's namespace) or else
+//! `objectStorage.caCert`. restic runs in pods named `velero-…`,
+//! `node-agent-…` and `<repository>-maintain-job-…`.
 
 use std::collections::BTreeMap;
 
+use base64::Engine as _;
 use serde_json::Value;
 
 use super::super::Found;
 use super::super::api::{ClusterView, text};
 use super::{Parts, each, pod_suffix};
 use crate::repo::backend::s3::profile_keys;
+use crate::text::escape;
+use crate::tls::Tls;
 
 const GROUP_VERSION: &str = "velero.io/v1";
 
@@ -65,6 +72,9 @@ fn parts(
         .ok_or_else(|| format!("its BackupStorageLocation {bsl_name} does not exist"))?;
     let password =
         view.secret_value(namespace, "velero-repo-credentials", "repository-password")?;
+    let tls = tls(bsl, bsl_name, |secret, key| {
+        view.secret_value(namespace, secret, key)
+    })?;
     let (secret, key) = match (
         text(bsl, "/spec/credential/name"),
         text(bsl, "/spec/credential/key"),
@@ -82,12 +92,52 @@ fn parts(
             "only its S3 and Azure repositories are read (GCS credentials are a file)".into(),
         );
     };
-    Ok(Parts::whole(
-        location.to_owned(),
-        password,
-        variables,
-        HOSTS,
-    ))
+    Ok(Parts::whole(location.to_owned(), password, variables, HOSTS).with_tls(tls))
+}
+
+/// The TLS setting of BackupStorageLocation `bsl` (named `name`), as Velero
+/// hands it to restic: `--insecure-tls` when `spec.config.insecureSkipTLSVerify`
+/// is true as Go reads a boolean, and `--cacert` with the bundle of
+/// `spec.objectStorage.caCertRef` (a key of a Secret in its namespace, read
+/// by `secret(name, key)`), else of `spec.objectStorage.caCert` (base64 in
+/// the object).
+fn tls(
+    bsl: &Value,
+    name: &str,
+    secret: impl Fn(&str, &str) -> Result<String, String>,
+) -> Result<Tls, String> {
+    let field = |path: &str| format!("BackupStorageLocation {}'s {path}", escape(name));
+    let insecure = text(bsl, "/spec/config/insecureSkipTLSVerify")
+        .is_some_and(|value| matches!(value, "1" | "t" | "T" | "true" | "TRUE" | "True"))
+        .then(|| field("spec.config.insecureSkipTLSVerify"));
+    let reference = bsl
+        .pointer("/spec/objectStorage/caCertRef")
+        .filter(|r| !r.is_null());
+    let ca = if let Some(reference) = reference {
+        let (Some(secret_name), Some(key)) = (text(reference, "/name"), text(reference, "/key"))
+        else {
+            return Err(format!(
+                "its {} names no Secret and key",
+                field("spec.objectStorage.caCertRef")
+            ));
+        };
+        let pem = secret(secret_name, key)?;
+        let from = field(&format!(
+            "spec.objectStorage.caCertRef (key {} of Secret {})",
+            escape(key),
+            escape(secret_name)
+        ));
+        Some((from, pem.into_bytes()))
+    } else if let Some(encoded) = text(bsl, "/spec/objectStorage/caCert") {
+        let from = field("spec.objectStorage.caCert");
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|_| format!("its {from} is not base64"))?;
+        Some((from, pem))
+    } else {
+        None
+    };
+    super::tls(ca, insecure)
 }
 
 /// The keys of profile `config.profile` (else `default`) of an AWS
@@ -129,4 +179,81 @@ fn azure_variables(bsl: &Value, file: &str) -> Result<BTreeMap<String, String>, 
         ("AZURE_ACCOUNT_NAME".to_owned(), account.to_owned()),
         ("AZURE_ACCOUNT_KEY".to_owned(), key),
     ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+    use serde_json::{Value, json};
+
+    use crate::tls::Tls;
+    use crate::tls::tests::TEST_CA;
+
+    fn bsl(spec: Value) -> Value {
+        json!({"metadata": {"name": "default", "namespace": "velero"}, "spec": spec})
+    }
+
+    /// The TLS setting of a location with `spec`, whose Secret `ca`
+    /// holds the test CA at key `ca.crt`.
+    fn tls(spec: Value) -> Result<Tls, String> {
+        super::tls(&bsl(spec), "default", |secret, key| match (secret, key) {
+            ("ca", "ca.crt") => Ok(TEST_CA.to_owned()),
+            _ => Err(format!(
+                "key {key} of Secret velero/{secret} does not exist"
+            )),
+        })
+    }
+
+    #[test]
+    fn a_locations_ca_and_insecure_setting_are_read_as_velero_hands_them_to_restic() {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(TEST_CA);
+        assert_eq!(tls(json!({})), Ok(Tls::Default));
+        for no in ["false", "yes", "0", ""] {
+            let spec = json!({"config": {"insecureSkipTLSVerify": no}});
+            assert_eq!(tls(spec), Ok(Tls::Default), "{no}");
+        }
+        for yes in ["true", "1", "TRUE", "t"] {
+            let spec = json!({"config": {"insecureSkipTLSVerify": yes}});
+            let Ok(Tls::Insecure { from }) = tls(spec) else {
+                panic!("{yes} is true")
+            };
+            assert_eq!(
+                from,
+                "BackupStorageLocation default's spec.config.insecureSkipTLSVerify"
+            );
+        }
+        let inline = tls(json!({"objectStorage": {"bucket": "b", "caCert": encoded}}));
+        assert_eq!(
+            inline.expect("a CA").mode(),
+            "CA from BackupStorageLocation default's spec.objectStorage.caCert"
+        );
+        // The reference wins, as in Velero.
+        let referenced = tls(json!({"objectStorage": {
+            "caCert": "bm90IGEgY2VydA==",
+            "caCertRef": {"name": "ca", "key": "ca.crt"}}}));
+        assert_eq!(
+            referenced.expect("a CA").mode(),
+            "CA from BackupStorageLocation default's spec.objectStorage.caCertRef (key ca.crt \
+             of Secret ca)"
+        );
+        let refusals = [
+            (json!({"objectStorage": {"caCert": "%%%"}}), "is not base64"),
+            (
+                json!({"objectStorage": {"caCert": "bm90IGEgY2VydA=="}}),
+                "spec.objectStorage.caCert holds no PEM certificate",
+            ),
+            (
+                json!({"objectStorage": {"caCertRef": {"name": "ca"}}}),
+                "caCertRef names no Secret and key",
+            ),
+            (
+                json!({"objectStorage": {"caCertRef": {"name": "gone", "key": "ca.crt"}}}),
+                "Secret velero/gone does not exist",
+            ),
+        ];
+        for (spec, why) in refusals {
+            let said = tls(spec).expect_err(why);
+            assert!(said.contains(why), "{said}");
+        }
+    }
 }
