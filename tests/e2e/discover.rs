@@ -19,13 +19,7 @@ use serde_json::{Value, json};
 /// Secret names `repo` (on S3, with its keys), and a running mover pod
 /// `live` started an hour ago.
 fn volsync_objects(name: &str, repo: &TestRepo, live: &str) -> Value {
-    let mut secret: serde_json::Map<String, Value> = repo
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), json!(v)))
-        .collect();
-    secret.insert("RESTIC_REPOSITORY".into(), json!(repo.location));
-    secret.insert("RESTIC_PASSWORD".into(), json!(PASSWORD));
+    let secret = discovery::volsync_secret_data(repo);
     json!([
         {"apiVersion": "v1", "kind": "Secret",
          "metadata": {"name": format!("{name}-restic"), "namespace": "app"},

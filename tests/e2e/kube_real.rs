@@ -6,12 +6,12 @@
 use std::time::{Duration, Instant};
 
 use lockwarden_tests::cloud::Store;
-use lockwarden_tests::discovery::{stop, wait_for};
+use lockwarden_tests::discovery::{self, stop, wait_for};
 use lockwarden_tests::guard::Guarded;
 use lockwarden_tests::kube_apiserver::{KUBE_ADMIN_TOKEN, KubeApiServer, kube_tool};
 use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{PASSWORD, free_port};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// A service account's token from the TokenRequest API authenticates as
 /// that account, a made-up one does not, and RBAC forbids the account to
@@ -120,13 +120,7 @@ fn the_chart_installs_and_its_service_account_removes_a_gone_pods_lock() {
         time: time_from_now(-60),
         ..LockSpec::default()
     });
-    let mut secret: serde_json::Map<String, Value> = repo
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), json!(v)))
-        .collect();
-    secret.insert("RESTIC_REPOSITORY".into(), json!(repo.location));
-    secret.insert("RESTIC_PASSWORD".into(), json!(PASSWORD));
+    let secret = discovery::volsync_secret_data(&repo);
     server.admin_apply(&json!({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-restic", "namespace": tenant},
          "stringData": secret},

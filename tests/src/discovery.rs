@@ -104,3 +104,16 @@ pub fn pod_in(namespace: &str, name: &str) -> Value {
            "status": {"phase": "Running", "startTime": started,
                       "containerStatuses": [{"name": "restic", "state": {"running": {"startedAt": started}}}]}})
 }
+
+/// The data of a VolSync repository Secret for `repo` (`stringData`): its
+/// storage variables, `RESTIC_REPOSITORY` and `RESTIC_PASSWORD`.
+pub fn volsync_secret_data(repo: &crate::restic::TestRepo) -> Value {
+    let mut data: serde_json::Map<String, Value> = repo
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    data.insert("RESTIC_REPOSITORY".into(), json!(repo.location));
+    data.insert("RESTIC_PASSWORD".into(), json!(crate::restic::PASSWORD));
+    Value::Object(data)
+}
