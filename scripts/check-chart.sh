@@ -44,7 +44,7 @@ variants=(
     "--set operators.velero=false"
     "--set operators.stash=false --set operators.kubestash=false"
     "--set operators.k8up=false --set operators.volsync=false"
-    "--set namespaces={team-a,team-b} --set singleTenant=true"
+    "--set namespaces={team-a,team-b} --set singleTenant=true --set allowInsecureTls=true"
     "--set leader.enabled=false --set mode=report"
     "--set metrics.serviceMonitor=true --set metrics.prometheusRule=true"
     "--set image.digest=sha256:0000000000000000000000000000000000000000000000000000000000000000"

@@ -102,6 +102,9 @@ fn print_one(seen: &Seen) {
     if let Some(location) = &seen.location {
         outln!("  location: {}", escape(location));
     }
+    if let Some(tls) = &seen.tls {
+        outln!("  tls:      {}", escape(tls));
+    }
     for secret in &seen.secrets {
         let keys: Vec<String> = secret.keys.iter().map(|k| escape(k).into_owned()).collect();
         outln!(

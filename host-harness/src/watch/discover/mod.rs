@@ -137,15 +137,6 @@ impl Discovered {
         digest.finalize().into()
     }
 
-    /// How its storage's TLS certificate is checked, for a reader: `default
-    /// roots`, `CA from <field>` (the object's own CA, added to the
-    /// system's roots) or `insecure (<field>, allowed by
-    /// allow_insecure_tls)`. `lockwarden discover` prints it (for a watched
-    /// repository, the same is its settings' `variables.tls().mode()`).
-    pub fn tls_mode(&self) -> String {
-        self.tls.mode()
-    }
-
     /// Its name: `namespace/Kind/name`, and `/part` when it has one.
     pub fn name(&self) -> String {
         match &self.part {
@@ -346,11 +337,7 @@ mod tests {
         let allowed = discovery(true).settle(found());
         assert!(allowed.iter().all(Result::is_ok));
         assert_eq!(
-            allowed[0]
-                .as_ref()
-                .map(Discovered::tls_mode)
-                .ok()
-                .as_deref(),
+            allowed[0].as_ref().map(|d| d.tls.mode()).ok().as_deref(),
             Some("insecure (spec.backend.s3.insecureTLS, allowed by allow_insecure_tls)")
         );
     }

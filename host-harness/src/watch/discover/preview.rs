@@ -30,6 +30,9 @@ pub struct Seen {
     /// by age alone).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pods: Option<String>,
+    /// How its storage's TLS certificate is checked ([`crate::tls::Tls::mode`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<String>,
     /// Whether `watch` would watch it.
     pub watched: bool,
     /// Why not, when it would not.
@@ -122,6 +125,7 @@ impl Discovery {
             location: None,
             secrets: Vec::new(),
             pods: None,
+            tls: None,
             watched: false,
             refused: Some(unusable.why),
             open: None,
@@ -153,6 +157,7 @@ fn seen(candidate: Candidate, refused: Option<String>, open: bool) -> Seen {
         location: Some(settings.location.redacted()),
         secrets: candidate.secrets,
         pods: (settings.evidence.inventory.as_ref()).map(|(_, hosts)| hosts.as_str().to_owned()),
+        tls: Some(settings.variables.tls().mode()),
         watched: refused.is_none(),
         refused,
         open,

@@ -50,6 +50,9 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
         "it names no spec.backend; K8up's global settings (BACKUP_GLOBAL…) are not readable",
     )?;
     tls_options(backend)?;
+    if backend.get("azure").is_none() && backend.get("s3").is_none() {
+        return Err(unread_backend(backend));
+    }
     let secret = |field: &str| -> Result<String, String> {
         let name = text(backend, &format!("{field}/name"));
         let key = text(backend, &format!("{field}/key"));
@@ -95,9 +98,24 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
             variables,
         )
     } else {
-        return Err("only its s3 and azure backends are read".into());
+        return Err(unread_backend(backend));
     };
     Ok(Parts::whole(location, password, variables, HOSTS))
+}
+
+/// Why a `backend` with neither `s3` nor `azure` is not watched, naming
+/// what it has instead.
+fn unread_backend(backend: &Value) -> String {
+    let found: Vec<String> = ["local", "gcs", "b2", "swift", "rest"]
+        .into_iter()
+        .filter(|kind| backend.get(*kind).is_some())
+        .map(|kind| format!("spec.backend.{kind}"))
+        .collect();
+    let has = match found.as_slice() {
+        [] => "no backend lockwarden knows".to_owned(),
+        found => found.join(", "),
+    };
+    format!("it has {has}; discovery reads only its s3 and azure backends")
 }
 
 /// Refuses a `backend` whose `tlsOptions` name files (a CA, a client
@@ -130,6 +148,16 @@ fn tls_options(backend: &Value) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn a_backend_not_read_is_named() {
+        let gcs = json!({"gcs": {"bucket": "b"}, "repoPasswordSecretRef": {"name": "p"}});
+        assert_eq!(
+            super::unread_backend(&gcs),
+            "it has spec.backend.gcs; discovery reads only its s3 and azure backends"
+        );
+        assert!(super::unread_backend(&json!({})).contains("no backend lockwarden knows"));
+    }
 
     #[test]
     fn tls_options_name_files_in_the_pod_and_are_refused() {

@@ -41,6 +41,14 @@ pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, String> {
             continue;
         };
         let paths = restic_paths(&snapshots, &owner.namespace, &owner.name);
+        if paths.is_empty() {
+            tracing::debug!(
+                "{}: no Snapshot of it says restic wrote a component yet: nothing to watch \
+                 until its first backup",
+                escape(&owner.label())
+            );
+            continue;
+        }
         let (parts, secrets) =
             view.reading(|| parts(view, &object, &storages, &owner.namespace, &paths));
         match parts {

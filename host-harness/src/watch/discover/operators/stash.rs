@@ -56,7 +56,7 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
         if let Some(region) = text(backend, "/s3/region") {
             variables.insert("AWS_DEFAULT_REGION".into(), region.to_owned());
         }
-        format!("s3:{endpoint}/{}", clean_join(bucket, prefix("s3")))
+        format!("s3:{endpoint}/{}", s3_path(object, bucket, prefix("s3")))
     } else if let Some(container) = text(backend, "/azure/container") {
         format!("azure:{container}:/{}", clean_join("", prefix("azure")))
     } else if let Some(bucket) = text(backend, "/gcs/bucket") {
@@ -70,6 +70,22 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
         return Err("only its s3, azure and gcs backends are read".into());
     };
     Ok(Parts::whole(location, password, variables, HOSTS).with_tls(tls))
+}
+
+/// The path after an S3 endpoint: `bucket/prefix`, as Stash joins them;
+/// but a Repository that Stash 0.8 made for a legacy `Restic` object (it
+/// labels it `restic: <name>`) holds the bucket at the head of its prefix:
+/// its sidecar joined bucket, prefix and workload into restic's
+/// repository path and wrote that path back as the prefix.
+fn s3_path(object: &Value, bucket: &str, prefix: &str) -> String {
+    let legacy = object.pointer("/metadata/labels/restic").is_some();
+    let path = clean_join("", prefix);
+    let holds_bucket = path == bucket || path.starts_with(&format!("{bucket}/"));
+    if legacy && holds_bucket {
+        path
+    } else {
+        clean_join(bucket, prefix)
+    }
 }
 
 /// The TLS setting of a Repository's `backend`, as Stash hands it to
@@ -105,6 +121,30 @@ mod tests {
         );
         assert_eq!(super::super::clean_join("b", ""), "b");
         assert_eq!(super::super::clean_join("", "/x/./y/../z"), "x/z");
+    }
+
+    #[test]
+    fn a_legacy_repositorys_prefix_holds_its_bucket_once() {
+        use serde_json::json;
+        let legacy = json!({"metadata": {"labels": {"restic": "stash-demo"}}});
+        let current = json!({"metadata": {"labels": {"app": "x"}}});
+        let made = "stash-qa/demo/deployment/stash-demo";
+        assert_eq!(super::s3_path(&legacy, "stash-qa", made), made);
+        assert_eq!(
+            super::s3_path(&current, "stash-qa", made),
+            "stash-qa/stash-qa/demo/deployment/stash-demo",
+            "only Stash 0.8's own Repositories hold the bucket"
+        );
+        assert_eq!(
+            super::s3_path(&legacy, "stash-qa", "demo/deployment/x"),
+            "stash-qa/demo/deployment/x",
+            "a legacy prefix without the bucket is joined as usual"
+        );
+        assert_eq!(
+            super::s3_path(&legacy, "stash", "stash-qa/demo"),
+            "stash/stash-qa/demo",
+            "the bucket is a whole segment, not a head of one"
+        );
     }
 }
 

@@ -48,9 +48,35 @@ pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, String> {
         "BackupRepository",
         |object, owner| {
             let kind = text(object, "/spec/repositoryType").unwrap_or("restic");
+            if kind != "restic" {
+                tracing::debug!(
+                    "{} is a {} repository, not restic's: nothing to watch",
+                    escape(&owner.label()),
+                    escape(kind)
+                );
+            }
             (kind == "restic").then(|| parts(view, object, &owner.namespace, &locations))
         },
     )
+}
+
+/// Refuses a `resticIdentifier` on a storage discovery does not read,
+/// naming its scheme, before any Secret is read for it.
+fn readable(location: &str) -> Result<(), String> {
+    if location.starts_with("s3:") || location.starts_with("azure:") {
+        return Ok(());
+    }
+    let scheme = location.split_once(':').map_or("", |(scheme, _)| scheme);
+    let gcs = if scheme == "gs" {
+        " (GCS credentials are a file)"
+    } else {
+        ""
+    };
+    Err(format!(
+        "its spec.resticIdentifier is a {}: repository; discovery reads only s3: and azure: \
+         ones{gcs}",
+        escape(scheme)
+    ))
 }
 
 fn parts(
@@ -70,6 +96,7 @@ fn parts(
                 && text(l, "/metadata/name") == Some(bsl_name)
         })
         .ok_or_else(|| format!("its BackupStorageLocation {bsl_name} does not exist"))?;
+    readable(location)?;
     let password =
         view.secret_value(namespace, "velero-repo-credentials", "repository-password")?;
     let tls = tls(bsl, bsl_name, |secret, key| {
@@ -85,12 +112,8 @@ fn parts(
     let file = view.secret_value(namespace, secret, key)?;
     let variables = if location.starts_with("azure:") {
         azure_variables(bsl, &file)?
-    } else if location.starts_with("s3:") {
-        aws_variables(bsl, &file)?
     } else {
-        return Err(
-            "only its S3 and Azure repositories are read (GCS credentials are a file)".into(),
-        );
+        aws_variables(bsl, &file)?
     };
     Ok(Parts::whole(location.to_owned(), password, variables, HOSTS).with_tls(tls))
 }
@@ -185,6 +208,19 @@ fn azure_variables(bsl: &Value, file: &str) -> Result<BTreeMap<String, String>, 
 mod tests {
     use base64::Engine as _;
     use serde_json::{Value, json};
+
+    #[test]
+    fn a_repository_on_another_storage_is_refused_by_its_scheme() {
+        assert_eq!(super::readable("s3:https://minio/b/restic/ns"), Ok(()));
+        assert_eq!(super::readable("azure:c:/restic/ns"), Ok(()));
+        let gs = super::readable("gs:bucket:/restic/ns").expect_err("refused");
+        assert!(gs.contains("a gs: repository") && gs.contains("GCS credentials are a file"));
+        let custom = super::readable("custom:x/y").expect_err("refused");
+        assert!(
+            custom.contains("a custom: repository") && !custom.contains("GCS"),
+            "{custom}"
+        );
+    }
 
     use crate::tls::Tls;
     use crate::tls::tests::TEST_CA;
