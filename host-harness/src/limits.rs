@@ -48,6 +48,9 @@ pub const INVENTORY: u64 = 128 * 1024 * 1024;
 pub const KUBERNETES_RESPONSE: usize = 32 * 1024 * 1024;
 /// Items of one Kubernetes list, over all its pages: more is an error.
 pub const KUBERNETES_ITEMS: usize = 100_000;
+/// The most bytes one event of a watch may hold (a pod; the API holds no
+/// object over about 1.5 MiB).
+pub const KUBERNETES_EVENT: usize = 4 * 1024 * 1024;
 /// Bytes of one Kubernetes list, over all its pages (as a host inventory
 /// file may be): more is an error.
 pub const KUBERNETES_LIST: usize = 128 * 1024 * 1024;

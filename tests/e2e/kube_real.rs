@@ -105,8 +105,8 @@ fn helm_install(server: &KubeApiServer, namespace: &str, values: &[&str]) {
 /// share the Lease, one leads, and it lists VolSync's objects, reads the
 /// tenant's Secret, lists pods, removes the lock of a mover pod that is
 /// gone (once) and posts an Event on the ReplicationSource. A SelfSubjectRulesReview shows the account may do
-/// no more than docs/kubernetes.md says: list pods and the operators'
-/// kinds, get Secrets, create Events.
+/// no more than docs/kubernetes.md says: list and watch pods, list the
+/// operators' kinds, get Secrets and ConfigMaps, create Events.
 #[test]
 fn the_chart_installs_and_its_service_account_removes_a_gone_pods_lock() {
     let server = KubeApiServer::shared();
@@ -238,6 +238,7 @@ fn the_chart_installs_and_its_service_account_removes_a_gone_pods_lock() {
     }
     let documented: std::collections::BTreeSet<String> = [
         "list pods",
+        "watch pods",
         "get configmaps",
         "get secrets",
         "create events",

@@ -31,6 +31,7 @@ mod multi_tenant;
 mod notifications;
 mod oci;
 mod operators;
+mod pod_end;
 mod policy_cli;
 mod polyglot;
 mod rclone;

@@ -91,6 +91,12 @@ pub struct Hosts {
     pub failed: BTreeMap<String, String>,
 }
 
+/// Whether lockwarden saw a pod answering to `hostname` (in namespace
+/// `scope` when given) in a reading of the Kubernetes API that began before
+/// `before` (ns since the epoch): its pod watch or an earlier listing
+/// ([`super::shared_pods::sighted`]).
+pub type Sighted = fn(scope: Option<&str>, hostname: &str, before: i64) -> bool;
+
 /// One reading of the inventory, ready to answer `host` questions.
 #[derive(Debug)]
 pub struct Inventory {
@@ -99,6 +105,10 @@ pub struct Inventory {
     scope: Option<String>,
     /// The hosts, or why they could not be read.
     reading: Result<Reading, String>,
+    /// For a reading of the Kubernetes API: the pods lockwarden saw before
+    /// it, which make absence from it speak even where it lists no host
+    /// the regex covers ([`Inventory::host`]).
+    sighted: Option<Sighted>,
 }
 
 #[derive(Debug)]
@@ -128,12 +138,22 @@ impl Inventory {
                 let records = run(line, timeout).and_then(|text| parsed((text, taken_at)));
                 (records, None)
             }
-            InventorySource::Kubernetes { namespace } => (
-                shared_pods::read_after(not_before, timeout),
-                namespace.clone(),
-            ),
+            InventorySource::Kubernetes { namespace } => {
+                let records = shared_pods::read_after(not_before, timeout);
+                let inventory = Inventory::new(records, hosts, namespace.clone());
+                return inventory.from_api(shared_pods::sighted);
+            }
         };
         Inventory::new(records, hosts, scope)
+    }
+
+    /// This inventory, read from the Kubernetes API, where `sighted` says
+    /// which pods lockwarden saw before.
+    fn from_api(self, sighted: Sighted) -> Inventory {
+        Inventory {
+            sighted: Some(sighted),
+            ..self
+        }
     }
 
     /// An inventory of `records` (and when they were taken) for `hosts`,
@@ -160,6 +180,7 @@ impl Inventory {
             hosts,
             scope,
             reading,
+            sighted: None,
         }
     }
 
@@ -181,11 +202,14 @@ impl Inventory {
         Inventory::new(parsed((text.to_owned(), taken_at)), hosts, None)
     }
 
-    /// Why the inventory cannot be used, if it cannot.
+    /// Why the inventory cannot be used, if it cannot. A reading of the
+    /// API that lists no host the regex covers is no problem: that is how
+    /// the pods of jobs look between two jobs, and the pods lockwarden saw
+    /// before still speak ([`Inventory::host`]).
     pub fn problem(&self) -> Option<String> {
         match &self.reading {
             Err(problem) => Some(problem.clone()),
-            Ok(reading) if !reading.covers_any => Some(format!(
+            Ok(reading) if !reading.covers_any && self.sighted.is_none() => Some(format!(
                 "it lists no host matching {}{}; absence from it proves nothing",
                 self.hosts.as_str(),
                 self.scope_shown()
@@ -249,29 +273,7 @@ impl Inventory {
             .filter(|r| in_scope(r, self.scope.as_deref()))
             .collect();
         if records.is_empty() {
-            if !reading.covers_any {
-                return Liveness::Unknown(format!(
-                    "pod {shown} is not in the inventory, but the inventory lists no host matching \
-                     {}{} at all (wrong namespace or missing permissions?), so its absence proves nothing",
-                    self.hosts.as_str(),
-                    self.scope_shown()
-                ));
-            }
-            if let Some(blind) = self.blind_spots() {
-                return Liveness::Unknown(format!(
-                    "pod {shown} is not in the inventory, but {blind}"
-                ));
-            }
-            return match observed {
-                Some(observed) if observed < reading.taken_at => {
-                    Liveness::Dead(format!("pod {shown} no longer exists"))
-                }
-                _ => Liveness::Unknown(format!(
-                    "pod {shown} is not in the inventory, but the inventory was taken at {}, \
-                     before lockwarden saw this lock, so its absence proves nothing",
-                    format_rfc3339(reading.taken_at)
-                )),
-            };
+            return self.absent(hostname, &shown, reading, observed);
         }
         // Several pods may answer to one hostname (spec.hostname, a name
         // kubelet shortened): gone only when every one of them says so.
@@ -285,6 +287,56 @@ impl Inventory {
             .or(answers.first())
             .cloned()
             .unwrap_or_else(|| Liveness::Unknown(format!("pod {shown} has no record")))
+    }
+}
+
+impl Inventory {
+    /// The answer for `hostname` (`shown` escaped), which `reading` does
+    /// not list, about a lock first seen at `observed`. Absence speaks only
+    /// where the reading has the authority to say a pod is gone:
+    ///
+    /// 1. it lists some host the regex covers (in its scope): an answer
+    ///    that sees none of them is what a wrong namespace or missing
+    ///    permissions give; or, read from the Kubernetes API (which refuses
+    ///    a listing it does not allow, and whose scope is the namespace the
+    ///    operator runs restic in), lockwarden saw this very pod there in
+    ///    an earlier reading: so its pods are visible, and it was one;
+    /// 2. it misses no namespace it could hold the pod in;
+    /// 3. it began after lockwarden first saw the lock, whose writer
+    ///    existed before the lock did.
+    fn absent(
+        &self,
+        hostname: &str,
+        shown: &str,
+        reading: &Reading,
+        observed: Option<i64>,
+    ) -> Liveness {
+        let seen_before = || {
+            self.sighted
+                .is_some_and(|seen| seen(self.scope.as_deref(), hostname, reading.taken_at))
+        };
+        if !reading.covers_any && !seen_before() {
+            return Liveness::Unknown(format!(
+                "pod {shown} is not in the inventory, but the inventory lists no host matching \
+                 {}{} at all (wrong namespace or missing permissions?), and lockwarden has not \
+                 seen this pod before, so its absence proves nothing",
+                self.hosts.as_str(),
+                self.scope_shown()
+            ));
+        }
+        if let Some(blind) = self.blind_spots() {
+            return Liveness::Unknown(format!("pod {shown} is not in the inventory, but {blind}"));
+        }
+        match observed {
+            Some(observed) if observed < reading.taken_at => {
+                Liveness::Dead(format!("pod {shown} no longer exists"))
+            }
+            _ => Liveness::Unknown(format!(
+                "pod {shown} is not in the inventory, but the inventory was taken at {}, \
+                 before lockwarden saw this lock, so its absence proves nothing",
+                format_rfc3339(reading.taken_at)
+            )),
+        }
     }
 }
 
@@ -426,6 +478,8 @@ struct Pod {
 struct PodMetadata {
     name: String,
     namespace: Option<String>,
+    #[serde(default)]
+    uid: String,
 }
 
 #[derive(Deserialize, Default)]
@@ -463,9 +517,12 @@ struct PodStatus {
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct ContainerStatus {
     #[serde(default)]
     name: String,
+    #[serde(default)]
+    restart_count: u64,
     #[serde(default)]
     state: ContainerState,
 }
@@ -540,6 +597,40 @@ pub fn pods(items: Vec<Value>, failed: BTreeMap<String, String>) -> Result<Hosts
     Ok(Hosts { records, failed })
 }
 
+/// A pod as the pod watch follows it: what tells that it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodState {
+    /// Its uid (one pod of a name, not another of the same name).
+    pub uid: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// The hostnames it answers to ([`Pod::add_to`]).
+    pub hostnames: Vec<String>,
+    /// Whether it Succeeded or Failed.
+    pub terminal: bool,
+    /// Its containers' restarts, all kinds together.
+    pub restarts: u64,
+}
+
+/// `item`, a pod of the API, as the pod watch follows it.
+pub fn pod_state(item: Value) -> Result<PodState, String> {
+    let pod: Pod = serde_json::from_value(item).map_err(|e| format!("a pod: {e}"))?;
+    let status = &pod.status;
+    let restarts = (status.container_statuses.iter())
+        .chain(&status.init_container_statuses)
+        .chain(&status.ephemeral_container_statuses)
+        .map(|c| c.restart_count)
+        .fold(0u64, u64::saturating_add);
+    let phase = status.phase.as_deref().unwrap_or("");
+    Ok(PodState {
+        hostnames: pod.hostnames(),
+        terminal: matches!(phase, "Succeeded" | "Failed"),
+        restarts,
+        uid: pod.metadata.uid,
+        namespace: pod.metadata.namespace.unwrap_or_default(),
+    })
+}
+
 /// Which list of a pod's container statuses a status is in.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -554,13 +645,20 @@ impl Pod {
     /// a trailing - or . ; the pod's own name answers too.
     fn add_to(&self, hosts: &mut HashMap<String, Vec<HostRecord>>) -> Result<(), String> {
         let record = self.record()?;
-        let hostname = self.spec.hostname.as_deref().unwrap_or(&self.metadata.name);
-        let mut names = vec![self.metadata.name.clone(), kubelet_hostname(hostname)];
-        names.dedup();
-        for name in names {
+        for name in self.hostnames() {
             hosts.entry(name).or_default().push(record.clone());
         }
         Ok(())
+    }
+
+    /// Its name, and the hostname restic saw: spec.hostname or the name,
+    /// cut by kubelet to 63 bytes without a trailing - or . (once, when
+    /// they are the same).
+    fn hostnames(&self) -> Vec<String> {
+        let hostname = self.spec.hostname.as_deref().unwrap_or(&self.metadata.name);
+        let mut names = vec![self.metadata.name.clone(), kubelet_hostname(hostname)];
+        names.dedup();
+        names
     }
 
     /// What the inventory knows of this pod.
@@ -1029,5 +1127,49 @@ mod tests {
             .retain(|r| r.namespace.as_deref() == Some("b"));
         let inv = Inventory::from_pods(gone_only, regex, since + 10 * MINUTE, None);
         assert_eq!(kind(&inv.host("backup-live", since, seen)), "dead");
+    }
+
+    #[test]
+    fn a_pod_seen_before_speaks_where_no_pod_of_its_pattern_is_left() {
+        let since = parse_rfc3339(LOCK).expect("time");
+        let regex = Regex::new("^backup-").expect("regex");
+        let taken_at = since + 10 * MINUTE;
+        let seen = Some(since + MINUTE);
+        // What the pod watch saw: backup-gone in namespace c, before this
+        // reading; backup-late in c only after it began.
+        let sighted: Sighted = |scope, hostname, before| {
+            let since = parse_rfc3339(LOCK).expect("time");
+            match (scope, hostname) {
+                (Some("c"), "backup-gone") => since < before,
+                (Some("c"), "backup-late") => since + 11 * MINUTE < before,
+                _ => false,
+            }
+        };
+        let read = |scope: &str, failed: &[&str]| {
+            Inventory::from_pods(tenants(failed), regex.clone(), taken_at, Some(scope))
+                .from_api(sighted)
+        };
+        let c = read("c", &[]);
+        assert_eq!(c.problem(), None, "between two jobs is no problem");
+        assert_eq!(kind(&c.host("backup-gone", since, seen)), "dead");
+        for (host, observed, why) in [
+            ("backup-other", seen, "a pod never seen there"),
+            ("backup-late", seen, "seen only after the reading began"),
+            (
+                "backup-gone",
+                Some(taken_at + MINUTE),
+                "a lock seen after the reading",
+            ),
+            ("backup-gone", None, "a lock never seen"),
+        ] {
+            let answer = c.host(host, since, observed);
+            assert_eq!(kind(&answer), "unknown", "{why}: {answer:?}");
+        }
+        let blind = read("c", &["c"]);
+        assert_eq!(kind(&blind.host("backup-gone", since, seen)), "unknown");
+        // The same reading from a file or a command has no sightings.
+        let plain = Inventory::from_pods(tenants(&[]), regex.clone(), taken_at, Some("c"));
+        assert!(plain.problem().is_some());
+        assert_eq!(kind(&plain.host("backup-gone", since, seen)), "unknown");
     }
 }

@@ -5,6 +5,7 @@ pub mod compose;
 pub(crate) mod inventory;
 mod live;
 mod options;
+pub mod pod_watch;
 mod process;
 #[cfg(target_os = "linux")]
 mod process_linux;

@@ -4,9 +4,11 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use futures::{AsyncBufReadExt as _, AsyncReadExt as _};
 use http::Request;
 use http_body_util::Limited;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -35,6 +37,9 @@ pub struct Listing {
     pub items: Vec<Value>,
     /// Namespace -> why its items are left out.
     pub failed: BTreeMap<String, String>,
+    /// The list's resource version (its first page's): a watch from it
+    /// misses no change after the list.
+    pub version: Option<String>,
 }
 
 /// A connection to the API server.
@@ -131,6 +136,11 @@ impl Kubernetes {
                 limit /= 2;
                 continue;
             };
+            if tally.version.is_none() {
+                tally.version = (page.pointer("/metadata/resourceVersion"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
             let Some(Value::Array(items)) = page.get_mut("items").map(Value::take) else {
                 return Err(fail("a page has no items".into()));
             };
@@ -150,6 +160,64 @@ impl Kubernetes {
                 }
                 Some(next) => token = Some(next.to_owned()),
             }
+        }
+    }
+
+    /// Watches `path` (a watch request: `...?watch=1&...`): each event, as
+    /// JSON, goes to `event` until the server ends the stream, `event`
+    /// says [`ControlFlow::Break`], `timeout` passes in all, or nothing
+    /// comes for `idle`. Each event is at most [`limits::KUBERNETES_EVENT`]
+    /// bytes and parsed as every answer is ([`super::deep_json`]); the
+    /// stream is not compressed (kube's own watch asks the same).
+    pub fn watch(
+        &self,
+        path: &str,
+        timeout: Duration,
+        idle: Duration,
+        mut event: impl FnMut(Value) -> ControlFlow<()>,
+    ) -> Result<(), KubeError> {
+        let what = format!("watching {}", crate::text::escape(path));
+        let request = Request::builder()
+            .method("GET")
+            .uri(path)
+            .header(http::header::ACCEPT_ENCODING, "identity")
+            .body(Vec::new())
+            .map_err(|e| failed(&what, &e))?;
+        let client = self.client.clone();
+        let shown = what.clone();
+        let stream = async move {
+            let body =
+                (client.request_stream(request).await).map_err(|e| refused_or_failed(&shown, e))?;
+            let mut body = Box::pin(body);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                let mut bounded = (&mut body).take(limits::KUBERNETES_EVENT as u64 + 1);
+                let read = tokio::time::timeout(idle, bounded.read_until(b'\n', &mut line));
+                let Ok(read) = read.await else {
+                    return Ok(());
+                };
+                match read.map_err(|e| failed(&shown, &e))? {
+                    0 => return Ok(()),
+                    n if n > limits::KUBERNETES_EVENT => {
+                        return Err(failed(&shown, &"an event is over the bound"));
+                    }
+                    _ => {}
+                }
+                let text = std::str::from_utf8(&line).map_err(|e| failed(&shown, &e))?;
+                if text.trim().is_empty() {
+                    continue;
+                }
+                let value = super::deep_json::parse(text).map_err(|e| failed(&shown, &e))?;
+                if event(value).is_break() {
+                    return Ok(());
+                }
+            }
+        };
+        match io_runtime::run_for(timeout, stream) {
+            Ok(Some(result)) => result,
+            Ok(None) => Ok(()),
+            Err(cause) => Err(KubeError::Failed { what, cause }),
         }
     }
 
@@ -352,6 +420,7 @@ struct Kept {
 /// downloaded and dropped, by the list's deadline.
 #[derive(Default)]
 struct Tally {
+    version: Option<String>,
     namespaces: BTreeMap<String, Kept>,
     /// Items without a namespace.
     cluster: Kept,
@@ -450,6 +519,7 @@ impl Tally {
         Listing {
             items,
             failed: self.failed,
+            version: self.version,
         }
     }
 }

@@ -13,6 +13,7 @@
 pub mod config;
 pub mod discover;
 mod fair_share;
+mod holders;
 mod http;
 pub mod leader;
 pub mod metrics;
@@ -104,6 +105,9 @@ pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<
         crate::limits::WATCH_WORKERS,
         crate::limits::TENANT_WORKERS,
     );
+    if let Some(timeout) = follows_pods(&config) {
+        follow_pods(schedule.clone(), shared.stop.clone(), timeout);
+    }
     let mut pool = Pool::new(shared.clone(), schedule);
     let mut jobs = Vec::new();
     for repo in config.repositories {
@@ -119,6 +123,55 @@ pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<
         }));
     }
     Ok(handles)
+}
+
+/// Whether some repository takes its evidence from the pods of the
+/// Kubernetes API (every discovered one does), and the timeout of their
+/// requests if so.
+fn follows_pods(config: &WatchConfig) -> Option<Duration> {
+    let from_api = |settings: &crate::repository_settings::RepositorySettings| {
+        matches!(
+            settings.evidence.inventory,
+            Some((crate::evidence::InventorySource::Kubernetes { .. }, _))
+        )
+    };
+    let fixed = (config.repositories.iter()).find(|r| from_api(&r.settings));
+    match (&config.discover, fixed) {
+        (Some((_, template)), _) => Some(template.timeout.get()),
+        (None, Some(repo)) => Some(repo.settings.timeout.get()),
+        (None, None) => None,
+    }
+}
+
+/// Follows the pods on a thread of its own ([`crate::evidence::pod_watch`]):
+/// a pod's end checks at once (after [`schedule::Schedule::hurry`]'s
+/// pause) the repositories whose last check kept one of its locks. The
+/// thread ends with the process.
+fn follow_pods(schedule: Arc<Schedule>, stop: Arc<Stop>, timeout: Duration) {
+    std::thread::spawn(move || {
+        let client = match crate::kubernetes::Kubernetes::shared(timeout) {
+            Ok(client) => client,
+            Err(e) => {
+                tracing::warn!(
+                    "cannot follow the pods; locks of ended pods wait for their next check: {}",
+                    escape(&e.to_string())
+                );
+                return;
+            }
+        };
+        crate::evidence::pod_watch::follow(&client, timeout, &stop, |pod, end| {
+            let names = schedule.holders.holding(&pod.namespace, &pod.hostnames);
+            for name in &names {
+                tracing::info!(
+                    repository = %escape(name),
+                    "pod {}/{} ended ({end:?}): checking now",
+                    escape(&pod.namespace),
+                    escape(pod.hostnames.first().map_or("", String::as_str))
+                );
+            }
+            schedule.hurry(&names);
+        });
+    });
 }
 
 /// The policy from `source`, loaded once however many repositories (or
@@ -178,6 +231,8 @@ pub struct Watched {
     notifier: Notifier,
     repo: Option<Repository>,
     retry: Duration,
+    /// The hostnames of the locks its last check left in place.
+    kept: Vec<String>,
 }
 
 impl Watched {
@@ -208,6 +263,7 @@ impl Watched {
             notifier,
             repo: None,
             retry: FIRST_RETRY,
+            kept: Vec::new(),
         }
     }
 
@@ -252,6 +308,7 @@ impl Watched {
             .observe(started.elapsed().as_secs_f64());
         Some(match result {
             Ok(report) => {
+                self.kept = kept_hostnames(&report);
                 self.notifier
                     .after_check(&report, config.mode == Mode::Report);
                 match report.out_of_time() {
@@ -285,6 +342,20 @@ impl Watched {
         self.retry = (self.retry * 2).min(interval);
         wait
     }
+}
+
+/// The hostnames of the locks `report` left in place: all but those it
+/// removed.
+fn kept_hostnames(report: &Report) -> Vec<String> {
+    let removals = report.removals_by_id();
+    let removed = |id: &str| removals.get(id).is_some_and(|r| r.result.is_ok());
+    let mut kept: Vec<String> = (report.assessment.verdicts.locks.iter())
+        .filter(|(lock, _)| !removed(&lock.id))
+        .map(|(lock, _)| lock.hostname.clone())
+        .collect();
+    kept.sort_unstable();
+    kept.dedup();
+    kept
 }
 
 /// How long one check of a repository whose calls each have `timeout` may

@@ -14,12 +14,13 @@
 //! once per check, so a pick stays O(log n).
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::holders::Holders;
 use super::{Shared, Watched};
 
 /// How often an idle worker looks at the process's stop signal.
@@ -27,6 +28,8 @@ const POLL: Duration = Duration::from_millis(200);
 
 /// What the schedule needs to know of a repository.
 pub trait Job {
+    /// Its name (unique among the jobs).
+    fn name(&self) -> &str;
     /// Its tenant, whose checks in flight are capped; `None` for one that
     /// belongs to no tenant (not capped).
     fn tenant(&self) -> Option<&str>;
@@ -35,6 +38,10 @@ pub trait Job {
 }
 
 impl Job for Box<Watched> {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
     fn tenant(&self) -> Option<&str> {
         self.config
             .owner
@@ -51,7 +58,14 @@ impl Job for Box<Watched> {
 pub struct Schedule {
     queue: Mutex<Queue<Box<Watched>>>,
     wake: Condvar,
+    /// Which repositories hold locks of which pods (after their last check).
+    pub holders: Holders,
 }
+
+/// A job hurried is due this long after it was asked for: a burst of pod
+/// events (a pod's containers ending one by one, then the pod) costs one
+/// check, not one each.
+const COALESCE: Duration = Duration::from_millis(500);
 
 /// The jobs (`T`) waiting, by when they are due, and the tenants' checks.
 struct Queue<T> {
@@ -62,6 +76,9 @@ struct Queue<T> {
     cap: usize,
     /// Each tenant with a check in flight or a job waiting for one.
     tenants: HashMap<String, Tenant<T>>,
+    /// Jobs in flight that were hurried meanwhile: due again at once when
+    /// they come back ([`Queue::requeue`]).
+    again: HashSet<String>,
 }
 
 /// One tenant's checks in flight, and its jobs due that wait for one of
@@ -117,6 +134,7 @@ impl<T: Job> Queue<T> {
             next: 0,
             cap: cap.max(1),
             tenants: HashMap::new(),
+            again: HashSet::new(),
         }
     }
 
@@ -129,6 +147,35 @@ impl<T: Job> Queue<T> {
             order,
             watched: job,
         });
+    }
+
+    /// Makes the jobs named `names` due by `at` (none later than it); one
+    /// in flight is due again at `at` when it comes back. O(n), but only
+    /// when a pod that held a lock ended.
+    fn hurry(&mut self, names: &[String], at: Instant) {
+        let wanted = |job: &T| names.iter().any(|n| n == job.name());
+        let mut due = std::mem::take(&mut self.due).into_vec();
+        let mut queued = HashSet::new();
+        for d in due.iter_mut().filter(|d| wanted(&d.watched)) {
+            d.at = d.at.min(at);
+            queued.insert(d.watched.name().to_owned());
+        }
+        let waiting = (self.tenants.values()).flat_map(|t| t.waiting.iter());
+        queued.extend(waiting.map(|d| d.watched.name().to_owned()));
+        self.due = BinaryHeap::from(due);
+        let in_flight = names.iter().filter(|n| !queued.contains(*n));
+        self.again.extend(in_flight.cloned());
+    }
+
+    /// Puts `job` back after its check, due after `wait`, or at once
+    /// (after [`COALESCE`]) when it was hurried while in flight.
+    fn requeue(&mut self, now: Instant, wait: Duration, job: T) {
+        let wait = if self.again.remove(job.name()) {
+            wait.min(COALESCE)
+        } else {
+            wait
+        };
+        self.push(now + wait, job);
     }
 
     /// The job due first by `now` whose tenant is below its cap; a job due
@@ -207,6 +254,7 @@ impl Schedule {
         let schedule = Arc::new(Schedule {
             queue: Mutex::new(Queue::new(cap)),
             wake: Condvar::new(),
+            holders: Holders::default(),
         });
         let handles = (0..workers)
             .map(|_| {
@@ -221,6 +269,16 @@ impl Schedule {
     pub fn add(&self, watched: Watched) {
         self.lock().push(Instant::now(), Box::new(watched));
         self.wake.notify_one();
+    }
+
+    /// Checks the repositories named `names` soon (after [`COALESCE`]):
+    /// a pod that held one of their locks ended.
+    pub fn hurry(&self, names: &[String]) {
+        if names.is_empty() {
+            return;
+        }
+        self.lock().hurry(names, Instant::now() + COALESCE);
+        self.wake.notify_all();
     }
 
     /// Drops every queued repository that was stopped (retired by
@@ -244,10 +302,19 @@ impl Schedule {
         while let Some(mut watched) = self.next_due(shared) {
             let step = std::panic::catch_unwind(AssertUnwindSafe(|| watched.check(shared)));
             let wait = step.unwrap_or_else(|_| Some(watched.after_panic()));
+            match wait {
+                Some(_) => {
+                    let config = &watched.config;
+                    let inventory = config.settings.evidence.inventory.as_ref();
+                    let kept = watched.kept.iter().map(String::as_str);
+                    self.holders.record(&config.name, inventory, kept);
+                }
+                None => self.holders.forget(watched.name()),
+            }
             let mut queue = self.lock();
             queue.finished(watched.tenant());
             match wait {
-                Some(wait) => queue.push(Instant::now() + wait, watched),
+                Some(wait) => queue.requeue(Instant::now(), wait, watched),
                 None => {
                     drop(queue);
                     // Closed outside the queue's lock.
@@ -310,6 +377,10 @@ mod tests {
     }
 
     impl Job for Fake {
+        fn name(&self) -> &str {
+            &self.name
+        }
+
         fn tenant(&self) -> Option<&str> {
             self.tenant.as_deref()
         }
@@ -385,6 +456,30 @@ mod tests {
         );
         queue.finished(Some("a"));
         assert_eq!(take_all(&mut queue, later), ["a1", "c0"]);
+    }
+
+    #[test]
+    fn a_hurried_job_is_due_at_once_or_again_when_it_comes_back() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(300);
+        let mut queue = Queue::new(4);
+        queue.push(later, fake("idle", None));
+        queue.push(later, fake("holder", None));
+        queue.push(now, fake("busy", None));
+        assert_eq!(take_all(&mut queue, now), ["busy"], "the others wait");
+        let names = ["holder".to_owned(), "busy".to_owned()];
+        queue.hurry(&names, now + COALESCE);
+        queue.hurry(&names, now + COALESCE);
+        assert_eq!(take_all(&mut queue, now + COALESCE), ["holder"]);
+        queue.requeue(now, Duration::from_secs(300), fake("busy", None));
+        assert_eq!(
+            take_all(&mut queue, now + COALESCE),
+            ["busy"],
+            "hurried while in flight: due again at once, once"
+        );
+        queue.requeue(now, Duration::from_secs(300), fake("busy", None));
+        assert!(take_all(&mut queue, now + COALESCE).is_empty());
+        assert!(matches!(queue.take(now), Take::Wait(Some(at)) if at == later));
     }
 
     #[test]
