@@ -185,7 +185,8 @@ impl RepositorySettings {
     /// The warden of this repository: its policies with their settings, its
     /// evidence, and the first-seen store if any. The shadow's settings are
     /// checked now, the enforced policy's as `enforced` says; `label` names
-    /// the repository to a policy in those checks.
+    /// the repository to a policy in those checks. It has no Kubernetes
+    /// client: the binary's edge hands it the one it made, if any.
     pub fn warden(
         &self,
         policies: Policies,
@@ -214,6 +215,7 @@ impl RepositorySettings {
             settings: self.policy.settings.clone(),
             first_seen,
             children: None,
+            kubernetes: crate::kubernetes::Connection::none(),
             shadow,
         })
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::contract::{self, Verdict};
 use crate::evidence::{Evidence, EvidenceConfig, Observations, OwnChildren, Remembered};
 use crate::first_seen::{FirstSeenError, FirstSeenStore};
+use crate::kubernetes::Connection;
 use crate::repo::backend::Removal;
 use crate::repo::{Deadline, ForeignFile, RepoError, Repository};
 use crate::runtime::{LogLine, PluginError, Policy, Runtime, Subject, Verdicts};
@@ -60,6 +61,9 @@ pub struct Warden {
     pub first_seen: Option<FirstSeenStore>,
     /// restic processes lockwarden started itself (known alive).
     pub children: Option<OwnChildren>,
+    /// The Kubernetes client the binary's edge made (pod evidence), or
+    /// [`Connection::none`] where the evidence does not read the API.
+    pub kubernetes: Connection,
     /// A policy that judges the same requests with the same evidence
     /// answers and never acts, if any.
     pub shadow: Option<Shadow>,
@@ -194,7 +198,9 @@ impl Warden {
                 .or_insert(seen);
             *slot = (*slot).max(seen);
         }
-        let mut evidence = self.evidence.gather(self.children.clone(), observed);
+        let mut evidence = self
+            .evidence
+            .gather(self.children.clone(), &self.kubernetes, observed);
         if self.shadow.is_some() {
             evidence = Arc::new(Remembered::new(evidence));
         }

@@ -15,9 +15,10 @@ use serde_json::json;
 /// repository is checked every 5 minutes. Once the first check has kept
 /// that lock (the pod exists), the pod is deleted: the lock is removed
 /// long before the next check, by the rule that a pod lockwarden saw in
-/// the namespace is gone. A lock naming a mover pod lockwarden never saw,
-/// read by that same check, is kept: with no pod of the pattern left, its
-/// absence proves nothing.
+/// the namespace is gone; so is the lock of a mover that started and was
+/// killed between two checks. A lock naming a mover pod lockwarden never
+/// saw, read by that same check, is kept: with no pod of the pattern left,
+/// its absence proves nothing.
 #[test]
 fn a_deleted_mover_pods_lock_goes_at_once_and_a_never_seen_ones_stays() {
     let server = KubeApiServer::shared();
@@ -65,19 +66,35 @@ fn a_deleted_mover_pods_lock_goes_at_once_and_a_never_seen_ones_stays() {
         ))
     });
     assert!(repo.lock_ids().contains(&held), "a live pod's lock removed");
-    // Written while the holder is the only pod of the pattern, so the
-    // next check reads it when none is left.
+    // A second mover starts, locks and is killed before any check has
+    // seen its lock; a lock naming a pod never seen is written while the
+    // movers are the only pods of the pattern, so the next check reads it
+    // when none is left.
+    let late = "volsync-src-db-q8w2k";
+    server.admin_apply(&json!(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": late, "namespace": tenant},
+         "spec": {"automountServiceAccountToken": false,
+                  "containers": [{"name": "restic", "image": "quay.io/backube/volsync:0.13"}]}}
+    ));
+    let late_held = writer.write(LockSpec {
+        hostname: late,
+        time: time_from_now(-5),
+        ..LockSpec::default()
+    });
     let unseen = writer.write(LockSpec {
         hostname: "volsync-src-db-n7t4z",
         time: time_from_now(-60),
         ..LockSpec::default()
     });
-    let (status, body) = server.admin_delete(&format!(
-        "/api/v1/namespaces/{tenant}/pods/{holder}?gracePeriodSeconds=0"
-    ));
-    assert_eq!(status, 200, "{body}");
-    let watch = wait_for(watch, "the deleted pod's lock removed", || {
-        !repo.lock_ids().contains(&held)
+    for pod in [holder, late] {
+        let (status, body) = server.admin_delete(&format!(
+            "/api/v1/namespaces/{tenant}/pods/{pod}?gracePeriodSeconds=0"
+        ));
+        assert_eq!(status, 200, "{body}");
+    }
+    let watch = wait_for(watch, "the deleted pods' locks removed", || {
+        let ids = repo.lock_ids();
+        !ids.contains(&held) && !ids.contains(&late_held)
     });
     let log = stop(watch);
     assert!(log.contains("ended (Deleted): checking now"), "{log}");

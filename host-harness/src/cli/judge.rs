@@ -6,6 +6,7 @@ use std::sync::Arc;
 use clap::Args;
 use jiff::SignedDuration;
 use lockwarden::contract::{Lock, Verdict};
+use lockwarden::kubernetes::Connection;
 use lockwarden::repo::backend::Removal;
 use lockwarden::repo::backend::Variables;
 use lockwarden::repo::location::Location;
@@ -98,12 +99,16 @@ impl JudgeArgs {
             };
             Ok::<_, Failure>(Arc::new(policy))
         })?;
-        let warden = settings.warden(
+        let mut warden = settings.warden(
             policies,
             self.evidence.first_seen(),
             &settings.location.redacted(),
             EnforcedSettings::AtFirstJudgement,
         )?;
+        // The one client of this command, made only when the pods are
+        // evidence: without them nothing tries to connect.
+        let pods = settings.evidence.reads_kubernetes();
+        warden.kubernetes = Connection::when(pods, settings.timeout.get());
         let repo = settings.open(&password)?;
         Ok(Judge {
             repo,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use lockwarden::first_seen::FirstSeenStore;
+use lockwarden::kubernetes::Connection;
 use lockwarden::repository_settings::Timeout;
 use lockwarden::runtime::PolicySource;
 use lockwarden::stop::Stop;
@@ -69,10 +70,13 @@ pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
     let stop = Arc::new(Stop::default());
     let metrics = Arc::new(Metrics::new());
     let mut threads = Vec::new();
+    // The one client of the process, handed to all that use the API; none
+    // where nothing does.
+    let kubernetes = Connection::when(uses_kubernetes(&config), Timeout::DEFAULT.get());
     let leader = match &config.leader {
         Some(entry) => {
             let (leader, thread) = entry
-                .start(Timeout::DEFAULT.get(), stop.clone())
+                .start(kubernetes.clone(), Timeout::DEFAULT.get(), stop.clone())
                 .map_err(Failure::usage)?;
             threads.push(thread);
             Some(leader)
@@ -86,6 +90,7 @@ pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
         stop: stop.clone(),
         registry: args.policy.registry(),
         leader,
+        kubernetes,
     });
     if let Some(addr) = args.metrics_addr.as_ref().or(config.metrics_addr.as_ref()) {
         threads.push(serve_metrics(addr, metrics, stop.clone())?);
@@ -113,6 +118,14 @@ pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
         tracing::warn!("a repository check is still running; stopping without waiting for it");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `config` uses the Kubernetes API: discovery, a leader's Lease,
+/// or a repository whose evidence is the pods.
+fn uses_kubernetes(config: &WatchConfig) -> bool {
+    config.discover.is_some()
+        || config.leader.is_some()
+        || (config.repositories.iter()).any(|r| r.settings.evidence.reads_kubernetes())
 }
 
 /// Raises the soft limit on open files to the hard one, as every Go program

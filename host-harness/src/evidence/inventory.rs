@@ -43,6 +43,7 @@ use super::{Observations, Source};
 use crate::command;
 use crate::contract::Liveness;
 use crate::files::read_open_file;
+use crate::kubernetes::Connection;
 use crate::limits;
 use crate::time::{format_rfc3339, now, parse_rfc3339};
 
@@ -123,10 +124,12 @@ struct Reading {
 impl Inventory {
     /// Reads `source` now (a command within `timeout`); the pods of the
     /// Kubernetes API from a listing begun at or after `not_before` (shared
-    /// with other checks, [`super::shared_pods`]). A failure is kept and
-    /// turns every answer into `unknown`; `problem()` reports it.
+    /// with other checks, [`super::shared_pods`]; one this reading starts
+    /// goes through `kubernetes`, the client handed down). A failure is
+    /// kept and turns every answer into `unknown`; `problem()` reports it.
     pub fn read(
         source: &InventorySource,
+        kubernetes: &Connection,
         hosts: Regex,
         timeout: Duration,
         not_before: i64,
@@ -139,9 +142,9 @@ impl Inventory {
                 (records, None)
             }
             InventorySource::Kubernetes { namespace } => {
-                let records = shared_pods::read_after(not_before, timeout);
+                let records = shared_pods::read_after(kubernetes, not_before, timeout);
                 let inventory = Inventory::new(records, hosts, namespace.clone());
-                return inventory.from_api(shared_pods::sighted);
+                return inventory.with_sightings(shared_pods::sighted);
             }
         };
         Inventory::new(records, hosts, scope)
@@ -149,7 +152,7 @@ impl Inventory {
 
     /// This inventory, read from the Kubernetes API, where `sighted` says
     /// which pods lockwarden saw before.
-    fn from_api(self, sighted: Sighted) -> Inventory {
+    fn with_sightings(self, sighted: Sighted) -> Inventory {
         Inventory {
             sighted: Some(sighted),
             ..self
@@ -881,6 +884,7 @@ mod tests {
         assert_eq!(kind(&inv.host("backup-gone", 0, Some(0))), "unknown");
         let failing = Inventory::read(
             &InventorySource::Command("exit 3".into()),
+            &Connection::none(),
             Regex::new(".*").expect("regex"),
             Duration::from_secs(10),
             0,
@@ -1147,7 +1151,7 @@ mod tests {
         };
         let read = |scope: &str, failed: &[&str]| {
             Inventory::from_pods(tenants(failed), regex.clone(), taken_at, Some(scope))
-                .from_api(sighted)
+                .with_sightings(sighted)
         };
         let c = read("c", &[]);
         assert_eq!(c.problem(), None, "between two jobs is no problem");

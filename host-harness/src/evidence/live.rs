@@ -12,6 +12,7 @@ use super::compose::{Composed, Source};
 use super::{Evidence, Inventory, InventorySource, LinuxProcesses, LocalProcesses};
 use super::{hostname, pid_namespace_problem};
 use crate::contract::Liveness;
+use crate::kubernetes::Connection;
 
 /// Where a check's evidence comes from; [`EvidenceConfig::gather`] reads it
 /// anew for each check.
@@ -44,13 +45,24 @@ pub type Observations = HashMap<(String, i64), i64>;
 pub type OwnChildren = Arc<Mutex<HashSet<i64>>>;
 
 impl EvidenceConfig {
+    /// Whether the inventory is the pods of the Kubernetes API: then the
+    /// binary's edge makes a client ([`Connection::when`]) for
+    /// [`EvidenceConfig::gather`].
+    pub fn reads_kubernetes(&self) -> bool {
+        matches!(
+            self.inventory,
+            Some((InventorySource::Kubernetes { .. }, _))
+        )
+    }
+
     /// Gathers evidence for one check, after its locks were listed: reads
-    /// the inventory now, so that it is younger than every lock in
-    /// `observed`. A failed or empty inventory is logged and answers
-    /// `unknown` for every host.
+    /// the inventory now (the pods through `kubernetes`, the client handed
+    /// down), so that it is younger than every lock in `observed`. A failed
+    /// or empty inventory is logged and answers `unknown` for every host.
     pub fn gather(
         &self,
         children: Option<OwnChildren>,
+        kubernetes: &Connection,
         observed: Observations,
     ) -> Arc<dyn Evidence> {
         let untrusted = if self.trust_local_pids {
@@ -78,7 +90,8 @@ impl EvidenceConfig {
                 .copied()
                 .max()
                 .unwrap_or_else(crate::time::now);
-            let inventory = Inventory::read(source, hosts.clone(), self.timeout, not_before);
+            let inventory =
+                Inventory::read(source, kubernetes, hosts.clone(), self.timeout, not_before);
             if let Some(problem) = inventory.problem() {
                 tracing::warn!(
                     "host inventory unusable, no host counts as gone: {}",

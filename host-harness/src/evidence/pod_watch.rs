@@ -162,6 +162,8 @@ impl Follower {
             "ADDED" | "MODIFIED" => self.changed(pod_state(object)?, ended),
             "DELETED" => {
                 let pod = pod_state(object)?;
+                // It existed there, even if the watch never saw it before.
+                shared_pods::saw(sightings(&pod), now());
                 self.pods.remove(&pod.uid);
                 ended(&pod, End::Deleted);
             }

@@ -18,6 +18,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::inventory::{Hosts, pods};
+use crate::kubernetes::Connection;
 use crate::kubernetes::pods::list_pods;
 use crate::time::now;
 
@@ -54,9 +55,14 @@ fn shared() -> &'static (Mutex<State>, Condvar) {
 }
 
 /// The pods, listed after `not_before` (ns since the epoch, this
-/// host's clock): the records and when their listing began. Each request
-/// within `timeout`.
-pub fn read_after(not_before: i64, timeout: Duration) -> Result<(Records, i64), String> {
+/// host's clock): the records and when their listing began. A listing
+/// this call starts goes through `kubernetes` (the client handed down),
+/// each request within `timeout`.
+pub fn read_after(
+    kubernetes: &Connection,
+    not_before: i64,
+    timeout: Duration,
+) -> Result<(Records, i64), String> {
     let (lock, changed) = shared();
     let deadline = Instant::now() + timeout * 4;
     let mut state = lock.lock().map_err(|_| POISONED.to_owned())?;
@@ -67,7 +73,7 @@ pub fn read_after(not_before: i64, timeout: Duration) -> Result<(Records, i64), 
         .is_none_or(|(_, began)| *began <= not_before)
     {
         if !state.running {
-            return list(state, timeout);
+            return list(state, kubernetes, timeout);
         }
         // One under way: wait for it (if it began too early, this check
         // then starts its own).
@@ -85,12 +91,16 @@ pub fn read_after(not_before: i64, timeout: Duration) -> Result<(Records, i64), 
 }
 
 /// Lists the pods now, for every check waiting, and keeps the listing.
-fn list(mut state: MutexGuard<'_, State>, timeout: Duration) -> Result<(Records, i64), String> {
+fn list(
+    mut state: MutexGuard<'_, State>,
+    kubernetes: &Connection,
+    timeout: Duration,
+) -> Result<(Records, i64), String> {
     let (lock, changed) = shared();
     let began = now();
     state.running = true;
     drop(state);
-    let records = list_pods(timeout)
+    let records = list_pods(kubernetes, timeout)
         .and_then(|listing| pods(listing.items, listing.failed))
         .map(Arc::new);
     let mut state = lock.lock().map_err(|_| POISONED.to_owned())?;

@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::ops::ControlFlow;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use futures::{AsyncBufReadExt as _, AsyncReadExt as _};
@@ -42,29 +41,18 @@ pub struct Listing {
     pub version: Option<String>,
 }
 
-/// A connection to the API server.
+/// A connection to the API server: kube's `Client` (cheap to clone, one
+/// pool of connections for all its clones) in our stack ([`build`]).
 #[derive(Clone)]
 pub struct Kubernetes {
     client: kube::Client,
 }
 
 impl Kubernetes {
-    /// The process's client, made on first use (reading the configuration
-    /// within `timeout`). A failure is not kept: the next call tries again.
-    pub fn shared(timeout: Duration) -> Result<Kubernetes, KubeError> {
-        static SHARED: Mutex<Option<Kubernetes>> = Mutex::new(None);
-        let mut shared = SHARED
-            .lock()
-            .map_err(|_| KubeError::Config("a thread panicked while connecting".into()))?;
-        if let Some(client) = shared.as_ref() {
-            return Ok(client.clone());
-        }
-        let client = Kubernetes::connect(timeout)?;
-        *shared = Some(client.clone());
-        Ok(client)
-    }
-
-    /// A new client, from the in-cluster service account or the kubeconfig.
+    /// A new client, from the in-cluster service account or the
+    /// kubeconfig, the configuration read within `timeout`. Made once by
+    /// the binary's edge and handed down ([`super::Connection`]); each call
+    /// then has its own deadline.
     pub fn connect(timeout: Duration) -> Result<Kubernetes, KubeError> {
         crate::tls::install_provider();
         let config = run(timeout, "reading the Kubernetes configuration", async {
@@ -282,8 +270,11 @@ impl Kubernetes {
 }
 
 /// The client's stack: kube's base URI and authorization layers over
-/// hyper, with TLS from kube's configuration (rustls over ring), a connect
-/// timeout and every answer's body bounded. hyper follows no redirect.
+/// hyper, with TLS from kube's configuration (rustls over ring) and every
+/// answer's body bounded. A TCP connection is given up after `timeout`
+/// (the edge's: it may outlive the call that began it, in hyper's pool);
+/// each call is bounded by its own deadline besides. hyper follows no
+/// redirect.
 fn build(config: kube::Config, timeout: Duration) -> Result<kube::Client, KubeError> {
     let config_error =
         |e: kube::Error| KubeError::Config(crate::text::escape(&e.to_string()).into_owned());

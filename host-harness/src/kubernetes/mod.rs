@@ -1,19 +1,26 @@
 //! The Kubernetes API: pods as evidence about lock holders
 //! ([`pods`]), the backup operators' objects `watch` discovers repositories
-//! from, Events on them and the leader's Lease.
+//! from, Events on them and the leader's Lease (as `k8s-openapi`'s types,
+//! written as the API server parses them).
 //!
 //! One client per process, configured as kubectl is: the pod's service
 //! account inside a cluster, else `KUBECONFIG` or `~/.kube/config`
-//! ([`Kubernetes::shared`]). Every call has a deadline (the repository's
-//! timeout) and every answer is bounded ([`crate::limits::KUBERNETES_RESPONSE`]);
-//! nothing follows a redirect, nothing is retried behind the caller's back,
-//! and no header is logged.
+//! ([`Kubernetes::connect`]). The binary's edge makes it once (`watch`'s
+//! setup, `check` or `unlock` with pod evidence, `discover`) and hands it
+//! down as a [`Connection`] to all that use it, as kube's examples hand
+//! down their `Client`; none is made where nothing configured uses the
+//! API. Every call has its own deadline (the caller's timeout) and every
+//! answer is bounded ([`crate::limits::KUBERNETES_RESPONSE`]); nothing
+//! follows a redirect, nothing is retried behind the caller's back, and no
+//! header is logged.
 
 mod client;
+mod connection;
 mod deep_json;
 pub mod pods;
 
 pub use client::{Kubernetes, Listing};
+pub use connection::Connection;
 
 #[cfg(test)]
 mod tests {
@@ -41,9 +48,15 @@ mod tests {
 
     #[test]
     fn times_are_written_in_the_layouts_the_api_server_parses() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
         let nanos = 1_764_700_000_123_456_789;
-        assert_eq!(super::time(nanos), "2025-12-02T18:26:40Z");
-        assert_eq!(super::micro_time(nanos), "2025-12-02T18:26:40.123456Z");
+        let time = serde_json::to_value(Time(super::timestamp(nanos))).expect("a Time");
+        assert_eq!(time, "2025-12-02T18:26:40Z");
+        let micro = serde_json::to_value(MicroTime(super::timestamp(nanos))).expect("a MicroTime");
+        assert_eq!(micro, "2025-12-02T18:26:40.123456Z");
+        // A whole second still has its six digits.
+        let whole = serde_json::to_value(MicroTime(super::timestamp(1_764_700_000_000_000_000)));
+        assert_eq!(whole.expect("a MicroTime"), "2025-12-02T18:26:40.000000Z");
     }
 }
 
@@ -99,23 +112,13 @@ pub fn is_object_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
 }
 
-/// `nanos` (since the epoch) as the API's `Time`: RFC 3339 in UTC, whole
-/// seconds (an Event's timestamps).
-pub fn time(nanos: i64) -> String {
-    format_time(nanos, "%Y-%m-%dT%H:%M:%SZ")
-}
-
-/// `nanos` as the API's `MicroTime`: six fractional digits (a Lease's
-/// times, which the API server parses with exactly that layout).
-pub fn micro_time(nanos: i64) -> String {
-    format_time(nanos, "%Y-%m-%dT%H:%M:%S%.6fZ")
-}
-
-fn format_time(nanos: i64, layout: &str) -> String {
-    jiff::Timestamp::from_nanosecond(i128::from(nanos))
-        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
-        .strftime(layout)
-        .to_string()
+/// `nanos` (since the epoch) as the instant `k8s-openapi`'s `Time` (an
+/// Event's timestamps: RFC 3339 in UTC, whole seconds) and `MicroTime` (a
+/// Lease's: six fractional digits, the one layout the API server parses)
+/// hold; the epoch if out of range.
+pub fn timestamp(nanos: i64) -> k8s_openapi::jiff::Timestamp {
+    k8s_openapi::jiff::Timestamp::from_nanosecond(i128::from(nanos))
+        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
 }
 
 impl KubeError {

@@ -36,6 +36,7 @@ fn warden(settings: &[(&str, &str)]) -> Warden {
         settings: owned(settings),
         first_seen: None,
         children: None,
+        kubernetes: crate::kubernetes::Connection::none(),
         shadow: None,
     }
 }

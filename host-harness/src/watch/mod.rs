@@ -93,6 +93,9 @@ pub struct Shared {
     pub registry: Registry,
     /// Whether this replica may act, when replicas elect a leader.
     pub leader: Option<Arc<Leader>>,
+    /// The Kubernetes client `watch`'s setup made, for discovery, pod
+    /// evidence, Events and the Lease ([`crate::kubernetes::Connection`]).
+    pub kubernetes: crate::kubernetes::Connection,
 }
 
 /// Loads every policy the configuration names (once each), makes every
@@ -106,7 +109,8 @@ pub fn start(config: WatchConfig, shared: Arc<Shared>) -> Result<Vec<JoinHandle<
         crate::limits::TENANT_WORKERS,
     );
     if let Some(timeout) = follows_pods(&config) {
-        follow_pods(schedule.clone(), shared.stop.clone(), timeout);
+        let kubernetes = shared.kubernetes.clone();
+        follow_pods(schedule.clone(), shared.stop.clone(), kubernetes, timeout);
     }
     let mut pool = Pool::new(shared.clone(), schedule);
     let mut jobs = Vec::new();
@@ -145,11 +149,16 @@ fn follows_pods(config: &WatchConfig) -> Option<Duration> {
 
 /// Follows the pods on a thread of its own ([`crate::evidence::pod_watch`]):
 /// a pod's end checks at once (after [`schedule::Schedule::hurry`]'s
-/// pause) the repositories whose last check kept one of its locks. The
-/// thread ends with the process.
-fn follow_pods(schedule: Arc<Schedule>, stop: Arc<Stop>, timeout: Duration) {
+/// pause) the repositories whose inventories cover it. The thread ends
+/// with the process.
+fn follow_pods(
+    schedule: Arc<Schedule>,
+    stop: Arc<Stop>,
+    kubernetes: crate::kubernetes::Connection,
+    timeout: Duration,
+) {
     std::thread::spawn(move || {
-        let client = match crate::kubernetes::Kubernetes::shared(timeout) {
+        let client = match kubernetes.client() {
             Ok(client) => client,
             Err(e) => {
                 tracing::warn!(
@@ -159,7 +168,7 @@ fn follow_pods(schedule: Arc<Schedule>, stop: Arc<Stop>, timeout: Duration) {
                 return;
             }
         };
-        crate::evidence::pod_watch::follow(&client, timeout, &stop, |pod, end| {
+        crate::evidence::pod_watch::follow(client, timeout, &stop, |pod, end| {
             let names = schedule.holders.holding(&pod.namespace, &pod.hostnames);
             for name in &names {
                 tracing::info!(
@@ -231,8 +240,6 @@ pub struct Watched {
     notifier: Notifier,
     repo: Option<Repository>,
     retry: Duration,
-    /// The hostnames of the locks its last check left in place.
-    kept: Vec<String>,
 }
 
 impl Watched {
@@ -247,6 +254,7 @@ impl Watched {
             &config.name,
             config.notify.clone(),
             config.owner.clone(),
+            &shared.kubernetes,
             config.settings.secrets(),
             shared.metrics.clone(),
         );
@@ -263,7 +271,6 @@ impl Watched {
             notifier,
             repo: None,
             retry: FIRST_RETRY,
-            kept: Vec::new(),
         }
     }
 
@@ -308,7 +315,6 @@ impl Watched {
             .observe(started.elapsed().as_secs_f64());
         Some(match result {
             Ok(report) => {
-                self.kept = kept_hostnames(&report);
                 self.notifier
                     .after_check(&report, config.mode == Mode::Report);
                 match report.out_of_time() {
@@ -342,20 +348,6 @@ impl Watched {
         self.retry = (self.retry * 2).min(interval);
         wait
     }
-}
-
-/// The hostnames of the locks `report` left in place: all but those it
-/// removed.
-fn kept_hostnames(report: &Report) -> Vec<String> {
-    let removals = report.removals_by_id();
-    let removed = |id: &str| removals.get(id).is_some_and(|r| r.result.is_ok());
-    let mut kept: Vec<String> = (report.assessment.verdicts.locks.iter())
-        .filter(|(lock, _)| !removed(&lock.id))
-        .map(|(lock, _)| lock.hostname.clone())
-        .collect();
-    kept.sort_unstable();
-    kept.dedup();
-    kept
 }
 
 /// How long one check of a repository whose calls each have `timeout` may
@@ -579,6 +571,7 @@ mod tests {
             settings: Vec::new(),
             first_seen: None,
             children: None,
+            kubernetes: crate::kubernetes::Connection::none(),
             shadow: None,
         };
         let report = warden.run(&repo, Act::Remove).expect("runs");
@@ -613,6 +606,7 @@ mod tests {
             settings: Vec::new(),
             first_seen: None,
             children: None,
+            kubernetes: crate::kubernetes::Connection::none(),
             shadow: Some(Shadow {
                 policy: policy.clone(),
                 settings: shadow_settings

@@ -17,7 +17,6 @@ use super::metrics::NotWatched;
 use super::notify::kubernetes::KubernetesSink;
 use super::schedule::Schedule;
 use super::{Shared, WatchError, Watched, leader, load_once};
-use crate::kubernetes::Kubernetes;
 use crate::repo::PasswordSource;
 use crate::repository_settings::{EnforcedSettings, SettingsRefused};
 use crate::runtime::{Policy, PolicySource};
@@ -74,7 +73,8 @@ impl Pool {
     }
 
     /// The warden of `repo`: its policies loaded (each source once for the
-    /// whole pool), the enforced one's settings checked now.
+    /// whole pool), the enforced one's settings checked now, with the
+    /// process's Kubernetes client for its pod evidence.
     pub fn warden(&mut self, repo: &WatchedRepository) -> Result<Warden, WatchError> {
         let shared = self.shared.clone();
         let policies = &mut self.policies;
@@ -84,13 +84,15 @@ impl Pool {
                 load_once(policies, &shared, source, &repo.name, shadow)
             })?;
         let first_seen = Some(shared.first_seen.clone());
-        repo.settings
+        let mut warden = (repo.settings)
             .warden(loaded, first_seen, &repo.name, EnforcedSettings::CheckNow)
             .map_err(|SettingsRefused { shadow, error }| WatchError::Settings {
                 repository: repo.name.clone(),
                 shadow,
                 error,
-            })
+            })?;
+        warden.kubernetes = shared.kubernetes.clone();
+        Ok(warden)
     }
 
     /// Puts `repo` on the schedule with `warden`, due now, until `stop`.
@@ -148,14 +150,14 @@ impl Pool {
     /// not be read.
     fn round(&mut self, discovery: &Discovery, template: &Template) {
         let timeout = template.timeout.get();
-        let client = match Kubernetes::shared(timeout) {
+        let client = match self.shared.kubernetes.client() {
             Ok(client) => client,
             Err(e) => {
                 tracing::error!("discovery: {}", escape(&e.to_string()));
                 return;
             }
         };
-        let view = ClusterView::new(&client, timeout, &discovery.access);
+        let view = ClusterView::new(client, timeout, &discovery.access);
         let survey = discovery.survey(&view, template);
         for (operator, why) in &survey.unlisted {
             tracing::error!(
@@ -303,7 +305,8 @@ impl Pool {
             }
             *count += 1;
             refusal.told = true;
-            let sink = KubernetesSink::new(refusal.owner.clone(), timeout);
+            let kubernetes = self.shared.kubernetes.clone();
+            let sink = KubernetesSink::new(refusal.owner.clone(), kubernetes, timeout);
             if let Err(e) = sink.not_watched(&refusal.why) {
                 tracing::warn!(
                     "cannot post the Event of a refused object {}: {}",

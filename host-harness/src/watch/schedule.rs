@@ -58,14 +58,15 @@ impl Job for Box<Watched> {
 pub struct Schedule {
     queue: Mutex<Queue<Box<Watched>>>,
     wake: Condvar,
-    /// Which repositories hold locks of which pods (after their last check).
+    /// Which repositories' inventories speak for which pods (recorded at
+    /// each check).
     pub holders: Holders,
 }
 
 /// A job hurried is due this long after it was asked for: a burst of pod
 /// events (a pod's containers ending one by one, then the pod) costs one
 /// check, not one each.
-const COALESCE: Duration = Duration::from_millis(500);
+const COALESCE: Duration = Duration::from_secs(1);
 
 /// The jobs (`T`) waiting, by when they are due, and the tenants' checks.
 struct Queue<T> {
@@ -151,7 +152,7 @@ impl<T: Job> Queue<T> {
 
     /// Makes the jobs named `names` due by `at` (none later than it); one
     /// in flight is due again at `at` when it comes back. O(n), but only
-    /// when a pod that held a lock ended.
+    /// when a pod that may hold a lock ended.
     fn hurry(&mut self, names: &[String], at: Instant) {
         let wanted = |job: &T| names.iter().any(|n| n == job.name());
         let mut due = std::mem::take(&mut self.due).into_vec();
@@ -272,7 +273,7 @@ impl Schedule {
     }
 
     /// Checks the repositories named `names` soon (after [`COALESCE`]):
-    /// a pod that held one of their locks ended.
+    /// a pod that may hold one of their locks ended.
     pub fn hurry(&self, names: &[String]) {
         if names.is_empty() {
             return;
@@ -306,8 +307,7 @@ impl Schedule {
                 Some(_) => {
                     let config = &watched.config;
                     let inventory = config.settings.evidence.inventory.as_ref();
-                    let kept = watched.kept.iter().map(String::as_str);
-                    self.holders.record(&config.name, inventory, kept);
+                    self.holders.record(&config.name, inventory);
                 }
                 None => self.holders.forget(watched.name()),
             }

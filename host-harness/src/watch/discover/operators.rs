@@ -59,6 +59,18 @@ impl Operator {
         }
     }
 
+    /// The names of the pods it runs restic in, as a regex (`None`:
+    /// KubeStash documents no pattern, and pods are no evidence for it).
+    pub fn pods(self) -> Option<&'static str> {
+        match self {
+            Operator::Velero => Some(velero::HOSTS),
+            Operator::Stash => Some(stash::HOSTS),
+            Operator::KubeStash => None,
+            Operator::K8up => Some(k8up::HOSTS),
+            Operator::VolSync => Some(volsync::HOSTS),
+        }
+    }
+
     /// Its repositories now. `Err` when its objects cannot be listed.
     pub fn find(self, view: &ClusterView<'_>) -> Result<Vec<Found>, String> {
         let found = match self {

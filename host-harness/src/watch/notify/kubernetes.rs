@@ -1,16 +1,16 @@
-//! The Kubernetes sink of a discovered repository: a core/v1 Event on the
-//! object it was found in (its BackupRepository, Repository, ...), where
-//! `kubectl describe` shows it. Only what someone looking at that object
+//! The Kubernetes sink of a discovered repository: a core/v1 Event
+//! (`k8s-openapi`'s) on the object it was found in (its BackupRepository,
+//! Repository, ...), where `kubectl describe` shows it. Only what someone looking at that object
 //! wants: a lock removed, a stale lock kept (once, as the tracker sends
 //! it), checks failing and recovered.
 
 use std::time::Duration;
 
-use serde_json::json;
+use k8s_openapi::api::core::v1::{Event as KubeEvent, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::event::{Event, EventKind};
-use crate::kubernetes::time;
-use crate::kubernetes::{Kubernetes, is_object_name};
+use crate::kubernetes::{Connection, is_object_name, timestamp};
 use crate::watch::discover::Owner;
 
 /// The longest message an Event carries (the API's limit, in bytes).
@@ -23,13 +23,19 @@ const REPORTING_INSTANCE: usize = 128;
 /// Events on one object.
 pub struct KubernetesSink {
     owner: Owner,
+    kubernetes: Connection,
     timeout: Duration,
 }
 
 impl KubernetesSink {
-    /// Events on `owner`, each request within `timeout`.
-    pub fn new(owner: Owner, timeout: Duration) -> KubernetesSink {
-        KubernetesSink { owner, timeout }
+    /// Events on `owner`, posted through `kubernetes` (the client handed
+    /// down), each request within `timeout`.
+    pub fn new(owner: Owner, kubernetes: Connection, timeout: Duration) -> KubernetesSink {
+        KubernetesSink {
+            owner,
+            kubernetes,
+            timeout,
+        }
     }
 
     /// Creates the Event for `event`; `None` when it is not one of this
@@ -51,7 +57,8 @@ impl KubernetesSink {
         }
         let instance = crate::evidence::hostname().unwrap_or_default();
         let body = self.body(reason, kind, event, &instance, crate::time::now())?;
-        let client = Kubernetes::shared(self.timeout).map_err(|e| e.to_string())?;
+        let body = serde_json::to_value(&body).map_err(|e| e.to_string())?;
+        let client = self.kubernetes.client().map_err(|e| e.to_string())?;
         let path = format!("/api/v1/namespaces/{}/events", self.owner.namespace);
         client
             .send::<serde_json::Value>(self.timeout, "POST", &path, Some(&body))
@@ -72,7 +79,7 @@ impl KubernetesSink {
         event: &Event,
         instance: &str,
         now: i64,
-    ) -> Result<serde_json::Value, String> {
+    ) -> Result<KubeEvent, String> {
         let owner = &self.owner;
         let base = cut_to(&owner.name, NAME - event.id.len() - 1).trim_end_matches(['.', '-']);
         let name = format!("{base}.{}", event.id);
@@ -81,28 +88,35 @@ impl KubernetesSink {
         }
         let mut message = event.message.clone();
         crate::text::cut(&mut message, MESSAGE - '…'.len_utf8());
-        let now = time(now);
-        Ok(json!({
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": { "name": name, "namespace": owner.namespace },
-            "involvedObject": {
-                "apiVersion": owner.api_version,
-                "kind": owner.kind,
-                "namespace": owner.namespace,
-                "name": owner.name,
-                "uid": owner.uid,
+        let now = Some(Time(timestamp(now)));
+        Ok(KubeEvent {
+            metadata: ObjectMeta {
+                name: Some(name),
+                namespace: Some(owner.namespace.clone()),
+                ..ObjectMeta::default()
             },
-            "reason": reason,
-            "message": message,
-            "type": kind,
-            "source": { "component": "lockwarden" },
-            "reportingComponent": "lockwarden",
-            "reportingInstance": cut_to(instance, REPORTING_INSTANCE),
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }))
+            involved_object: ObjectReference {
+                api_version: Some(owner.api_version.clone()),
+                kind: Some(owner.kind.clone()),
+                namespace: Some(owner.namespace.clone()),
+                name: Some(owner.name.clone()),
+                uid: owner.uid.clone(),
+                ..ObjectReference::default()
+            },
+            reason: Some(reason.to_owned()),
+            message: Some(message),
+            type_: Some(kind.to_owned()),
+            source: Some(EventSource {
+                component: Some("lockwarden".into()),
+                host: None,
+            }),
+            reporting_component: Some("lockwarden".into()),
+            reporting_instance: Some(cut_to(instance, REPORTING_INSTANCE).to_owned()),
+            first_timestamp: now.clone(),
+            last_timestamp: now,
+            count: Some(1),
+            ..KubeEvent::default()
+        })
     }
 }
 
@@ -144,8 +158,14 @@ mod tests {
                 name: name.into(),
                 uid: None,
             },
+            Connection::none(),
             Duration::from_secs(1),
         )
+    }
+
+    /// The Event as it goes on the wire.
+    fn json(event: KubeEvent) -> serde_json::Value {
+        serde_json::to_value(event).expect("JSON")
     }
 
     fn event(message: &str) -> Event {
@@ -168,6 +188,7 @@ mod tests {
                 &"h".repeat(300),
                 0,
             )
+            .map(json)
             .expect("an Event");
         let name = body["metadata"]["name"].as_str().expect("a name");
         assert!(name.len() <= NAME && is_object_name(name), "{name}");
@@ -183,6 +204,7 @@ mod tests {
         let dashed = format!("{}-bcd", "a".repeat(219));
         let body = sink(&dashed)
             .body("LockChecksFailing", "Warning", &event("m"), "h", 0)
+            .map(json)
             .expect("an Event");
         let name = body["metadata"]["name"].as_str().expect("a name");
         assert!(name.starts_with(&format!("{}.", "a".repeat(219))), "{name}");
@@ -196,8 +218,48 @@ mod tests {
         let event = event("m");
         let body = sink("data")
             .body("StaleLockRemoved", "Normal", &event, "lockwarden-0", 0)
+            .map(json)
             .expect("an Event");
         assert_eq!(body["metadata"]["name"], format!("data.{}", event.id));
         assert!(body["metadata"].get("generateName").is_none());
+    }
+
+    /// The Event is written as it always was (the fields the API server
+    /// and `kubectl describe` read, a `Time` in whole seconds), `apiVersion`
+    /// and `kind` included; an object without a uid names none.
+    #[test]
+    fn the_event_is_written_as_the_api_takes_it() {
+        let event = event("lock removed");
+        let body = sink("data")
+            .body(
+                "StaleLockRemoved",
+                "Normal",
+                &event,
+                "lockwarden-0",
+                1_764_700_000_123_456_789,
+            )
+            .map(json)
+            .expect("an Event");
+        let expected = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": { "name": format!("data.{}", event.id), "namespace": "tenant-a" },
+            "involvedObject": {
+                "apiVersion": "volsync.backube/v1alpha1",
+                "kind": "ReplicationSource",
+                "namespace": "tenant-a",
+                "name": "data",
+            },
+            "reason": "StaleLockRemoved",
+            "message": "lock removed",
+            "type": "Normal",
+            "source": { "component": "lockwarden" },
+            "reportingComponent": "lockwarden",
+            "reportingInstance": "lockwarden-0",
+            "firstTimestamp": "2025-12-02T18:26:40Z",
+            "lastTimestamp": "2025-12-02T18:26:40Z",
+            "count": 1,
+        });
+        assert_eq!(body, expected);
     }
 }

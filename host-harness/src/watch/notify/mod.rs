@@ -39,6 +39,7 @@ use webhook::WebhookSink;
 
 use super::discover::Owner;
 use super::metrics::{Metrics, Repo, RepoSinkResult};
+use crate::kubernetes::Connection;
 use crate::limits;
 use crate::repo::lockfile::short;
 use crate::text::escape;
@@ -57,7 +58,8 @@ pub struct Notifier {
 impl Notifier {
     /// The notifier of repository `name`; starts its sender thread when
     /// `settings` has sinks or the repository has an `owner` (a discovered
-    /// one, whose events become Kubernetes Events on that object). No text
+    /// one, whose events become Kubernetes Events on that object, posted
+    /// through `kubernetes`, the client handed down). No text
     /// in `hidden` (the repository's location, as written and redacted, and
     /// a discovered one's password and storage variables) ever leaves in an
     /// event: it is replaced by the repository's name.
@@ -65,12 +67,13 @@ impl Notifier {
         name: &str,
         settings: NotifySettings,
         owner: Option<Owner>,
+        kubernetes: &Connection,
         hidden: Vec<String>,
         metrics: Arc<Metrics>,
     ) -> Notifier {
         let queue = (settings.has_sinks() || owner.is_some()).then(|| {
             let (tx, rx) = sync_channel(limits::NOTIFY_QUEUE);
-            let sinks = Sinks::of(&settings, owner);
+            let sinks = Sinks::of(&settings, owner, kubernetes);
             let (metrics, name) = (metrics.clone(), name.to_owned());
             std::thread::spawn(move || send_all(&rx, &sinks, &metrics, &name));
             tx
@@ -194,9 +197,10 @@ struct Sinks {
 }
 
 impl Sinks {
-    fn of(settings: &NotifySettings, owner: Option<Owner>) -> Sinks {
+    fn of(settings: &NotifySettings, owner: Option<Owner>, kubernetes: &Connection) -> Sinks {
+        let events = |owner| KubernetesSink::new(owner, kubernetes.clone(), settings.timeout);
         Sinks {
-            kubernetes: owner.map(|o| KubernetesSink::new(o, settings.timeout)),
+            kubernetes: owner.map(events),
             webhook: settings
                 .webhook
                 .clone()
@@ -264,6 +268,7 @@ mod tests {
             "demo",
             NotifySettings::default(),
             None,
+            &Connection::none(),
             vec!["pa\\ss\nword".into()],
             Arc::new(Metrics::new()),
         );
