@@ -8,7 +8,8 @@
 //! ([`super::inventory`]). A pod's *end* is told to the caller: deleted,
 //! Succeeded or Failed, a container restarted, or gone from a new list
 //! after the watch was away. What to do about it (check at once the
-//! repositories whose locks it may hold) is the caller's; an end never
+//! repositories whose locks it may hold, after [`outdate_listings`]) is
+//! the caller's; an end never
 //! judges a lock by itself: the check that follows reads the locks and the
 //! pods anew, by the same rules as any other.
 
@@ -206,6 +207,14 @@ impl Follower {
         }
         self.pods.insert(pod.uid.clone(), pod);
     }
+}
+
+/// No pod listing begun before now serves a check from now on: a pod that
+/// may hold a lock ended, and a check that would otherwise take a listing
+/// begun after its locks were seen but before the end would still find
+/// the pod in it.
+pub fn outdate_listings() {
+    shared_pods::ended(now());
 }
 
 /// The (namespace, hostname) pairs `pod` answers to.

@@ -47,6 +47,8 @@ struct State {
     /// (namespace, hostname) -> when lockwarden first saw a pod answering
     /// to it (a listing's start, or a watch event's arrival).
     seen: HashMap<(String, String), i64>,
+    /// No listing begun before this serves a check ([`ended`]).
+    stale_before: i64,
 }
 
 fn shared() -> &'static (Mutex<State>, Condvar) {
@@ -66,6 +68,7 @@ pub fn read_after(
     let (lock, changed) = shared();
     let deadline = Instant::now() + timeout * 4;
     let mut state = lock.lock().map_err(|_| POISONED.to_owned())?;
+    let not_before = not_before.max(state.stale_before);
     // The absence rule compares strictly: a listing must begin after.
     while state
         .done
@@ -115,6 +118,14 @@ fn list(
     state.done = Some((records.clone(), began));
     changed.notify_all();
     records.map(|r| (r, began))
+}
+
+/// A pod that may hold a lock ended at `at`: no listing begun before then
+/// serves a check from now on.
+pub fn ended(at: i64) {
+    let (lock, _) = shared();
+    let mut state = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    state.stale_before = state.stale_before.max(at);
 }
 
 /// Remembers that the pods the Kubernetes API reported (namespace,

@@ -170,6 +170,9 @@ fn follow_pods(
         };
         crate::evidence::pod_watch::follow(client, timeout, &stop, |pod, end| {
             let names = schedule.holders.holding(&pod.namespace, &pod.hostnames);
+            if !names.is_empty() {
+                crate::evidence::pod_watch::outdate_listings();
+            }
             for name in &names {
                 tracing::info!(
                     repository = %escape(name),
