@@ -11,9 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use lockwarden_tests::adversary::{
-    all_output, doc, mkfifo, names_limit, repository_id, verdict, warden,
-};
+use lockwarden_tests::adversary::{all_output, doc, mkfifo, names_limit, verdict, warden};
 use lockwarden_tests::fake_rest::{FakeRest, Reply};
 use lockwarden_tests::guard::{
     Guarded, HANG_GUARD, KillOnDrop, finish_all_within, finish_guarded, processes_with,
@@ -486,7 +484,7 @@ fn control_characters_in_lock_fields_cannot_forge_output_lines() {
 fn an_unsafe_state_dir_is_refused_and_a_planted_lock_symlink_is_not_followed() {
     let repo = TestRepo::init_local();
     let dir = repo.dir.path();
-    let id = repository_id(&repo);
+    let id = repo.id();
     let check = |state: &Path| {
         warden(
             &repo,

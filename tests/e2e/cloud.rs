@@ -27,17 +27,6 @@ fn backend_name(store: Store) -> &'static str {
     }
 }
 
-/// No credential of `store` appears in anything lockwarden printed.
-fn assert_no_secret(store: Store, out: &Finished) {
-    let all = all_output(out);
-    for secret in store.secrets() {
-        assert!(
-            !all.contains(secret),
-            "{store}: a secret was printed: {all}"
-        );
-    }
-}
-
 /// `lockwarden <command> -r <location>` with `repo`'s password and
 /// environment.
 fn at(repo: &TestRepo, location: &str, command: &str, extra: &[&str]) -> Finished {
@@ -52,7 +41,7 @@ fn at(repo: &TestRepo, location: &str, command: &str, extra: &[&str]) -> Finishe
 
 fn check_json(store: Store, repo: &TestRepo) -> (i32, Value) {
     let out = repo.warden("check", &["--json"]);
-    assert_no_secret(store, &out);
+    out.assert_no_secret(store.secrets());
     out.json()
 }
 
@@ -96,7 +85,7 @@ fn the_reference_scenario(store: Store) {
     assert_eq!(verdict(&doc, &young).0, "keep", "{store}");
 
     let out = repo.warden("unlock", &[]);
-    assert_no_secret(store, &out);
+    out.assert_no_secret(store.secrets());
     assert_eq!(out.code, 0, "{store}: {out:?}");
     assert!(
         out.stdout.contains(&format!("removed {}", &dead[..8])),
@@ -170,7 +159,7 @@ fn each_failure_has_its_exit_code_and_no_secret() {
     let repo = bucket.init_repo("repo");
     let with = |location: String| {
         let out = at(&repo, &location, "check", &[]);
-        assert_no_secret(Store::S3, &out);
+        out.assert_no_secret(Store::S3.secrets());
         out
     };
     let s3 = |path: &str| format!("s3:http://{}/{path}", bucket.addr());
@@ -212,7 +201,7 @@ fn each_failure_has_its_exit_code_and_no_secret() {
     assert_eq!(refused.code, 13, "{refused:?}");
     assert!(refused.stderr.contains("refused"), "{}", refused.stderr);
     assert!(!all_output(&refused).contains(&wrong_key), "{refused:?}");
-    assert_no_secret(Store::Azure, &refused);
+    refused.assert_no_secret(Store::Azure.secrets());
 }
 
 fn base64_of(bytes: &[u8]) -> String {
@@ -250,7 +239,7 @@ fn a_server_that_stalls_mid_listing_ends_in_time_and_removes_nothing() {
     assert!(out.stderr.contains("within"), "{}", out.stderr);
     assert!(took < Duration::from_secs(30), "bounded: {took:?}");
     assert!(repo.lock_ids().contains(&stale), "nothing removed");
-    assert_no_secret(Store::S3, &out);
+    out.assert_no_secret(Store::S3.secrets());
 }
 
 /// What `watch` costs: after its first check, one listing per check while

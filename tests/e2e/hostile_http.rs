@@ -90,26 +90,8 @@ fn against(server: &HostileS3, dir: &Path, subcommand: &str, extra: &[&str]) -> 
         subcommand,
         extra,
     ));
-    assert_no_secret(&out, &[hostile_s3::SECRET_KEY, hostile_s3::SESSION_TOKEN]);
+    out.assert_no_secret(&[hostile_s3::SECRET_KEY, hostile_s3::SESSION_TOKEN]);
     out
-}
-
-fn assert_no_secret(out: &Finished, secrets: &[&str]) {
-    let all = all_output(out);
-    for secret in secrets {
-        assert!(!all.contains(secret), "a secret was printed: {all}");
-    }
-}
-
-/// `out` exited `code` and said `text`.
-#[track_caller]
-fn assert_exit(out: &Finished, code: i32, text: &str) {
-    assert_eq!(out.code, code, "{out:?}");
-    assert!(
-        out.stderr.contains(text),
-        "expected {text:?}: {}",
-        out.stderr
-    );
 }
 
 // Odd keys.
@@ -136,7 +118,7 @@ fn odd_keys_are_passed_over_on_a_hostile_s3() {
     }
     let dir = repo.dir.path();
     let out = against(&server, dir, "unlock", &[]);
-    assert_exit(&out, 0, "");
+    out.assert_exit(0, "");
     assert!(
         out.stdout.contains(&format!("removed {}", &stale[..8])),
         "{out:?}"
@@ -161,7 +143,7 @@ fn odd_keys_are_passed_over_on_a_hostile_s3() {
         "{requests:#?}"
     );
     let held = against(&server, dir, "hold", &["--", "true"]);
-    assert_exit(&held, 0, "");
+    held.assert_exit(0, "");
     assert_eq!(
         server.lock_ids(),
         BTreeSet::from([fresh]),
@@ -176,7 +158,7 @@ fn a_delete_answer_naming_another_key_cannot_crash_lockwarden() {
     let (repo, stale, fresh) = repo_with_locks();
     let server = HostileS3::serving(&repo.path, Mode::ForeignDeleteResult);
     let out = against(&server, repo.dir.path(), "unlock", &[]);
-    assert_exit(&out, 0, "");
+    out.assert_exit(0, "");
     assert_eq!(
         server.lock_ids(),
         BTreeSet::from([fresh]),
@@ -288,7 +270,7 @@ fn huge_listing_pages_and_error_bodies_are_refused_with_memory_bounded() {
                 peak < baseline + MEMORY_HEADROOM_KIB,
                 "{label}: {peak} KiB, an honest check {baseline} KiB"
             );
-            assert_exit(&out, code, "more than lockwarden reads");
+            out.assert_exit(code, "more than lockwarden reads");
             assert!(
                 server.lock_ids().contains(&stale),
                 "{label}: nothing removed"
@@ -309,7 +291,7 @@ fn a_hostile_s3_redirect_is_never_followed() {
         for on in [On::ANY, On::LOCK_LISTING] {
             let server = HostileS3::serving(&repo.path, Mode::Redirect { status, on });
             let out = against(&server, repo.dir.path(), "unlock", &[]);
-            assert_exit(&out, 1, "never follows");
+            out.assert_exit(1, "never follows");
             assert!(out.stderr.contains(&status.to_string()), "{}", out.stderr);
             assert_eq!(server.redirected(), Vec::new(), "{status} {on:?}");
             assert!(server.lock_ids().contains(&stale), "nothing removed");
@@ -370,11 +352,11 @@ fn a_refused_delete_or_write_is_a_refusal() {
     };
     let server = HostileS3::serving(&repo.path, refused(Op::Delete));
     let out = against(&server, repo.dir.path(), "unlock", &[]);
-    assert_exit(&out, 13, "refused access");
+    out.assert_exit(13, "refused access");
     assert!(server.lock_ids().contains(&stale));
     let server = HostileS3::serving(&repo.path, refused(Op::Put));
     let out = against(&server, repo.dir.path(), "hold", &["--", "true"]);
-    assert_exit(&out, 13, "refused access");
+    out.assert_exit(13, "refused access");
 }
 
 // The emulators and the REST server, through the fault proxy.
@@ -449,7 +431,7 @@ fn proxied(
         subcommand,
         &[],
     ));
-    assert_no_secret(&out, bucket.store.secrets());
+    out.assert_no_secret(bucket.store.secrets());
     (out, proxy)
 }
 
@@ -477,7 +459,7 @@ fn no_session_token_or_sas_reaches_the_other_host() {
             Fault::Redirect(other.addr),
             "check",
         );
-        assert_exit(&out, 1, "never follows");
+        out.assert_exit(1, "never follows");
         assert!(!all_output(&out).contains("SASSIGNATURE"), "{out:?}");
         assert!(!all_output(&out).contains(token), "{out:?}");
         assert_eq!(other.requests(), Vec::new(), "{store}");

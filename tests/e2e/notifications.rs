@@ -170,12 +170,6 @@ fn of_kind(events: &[Value], kind: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The repository's id, as `check --json` reports it.
-fn repository_id(repo: &TestRepo) -> String {
-    let (_, doc) = repo.check_json();
-    doc["repository"]["id"].as_str().expect("an id").to_owned()
-}
-
 /// An old lock from a host that is not this one: judged `expired`.
 fn old_lock(repo: &TestRepo, pid: i64) -> String {
     LockWriter::new(repo).write(LockSpec {
@@ -189,7 +183,7 @@ fn old_lock(repo: &TestRepo, pid: i64) -> String {
 #[test]
 fn lock_removed_reaches_the_webhook_with_the_token_and_the_hook_on_stdin() {
     let repo = TestRepo::init_local();
-    let id = repository_id(&repo);
+    let id = repo.id();
     let dead = Holder::start(&repo);
     let dead_pid = dead.pid;
     let dead_lock = dead.kill();

@@ -7,11 +7,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use lockwarden_tests::adversary::all_output;
 use lockwarden_tests::guard::{Guarded, wait_until};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
+use lockwarden_tests::lockwarden;
 use lockwarden_tests::restic::{TestRepo, free_port};
-use lockwarden_tests::{Finished, lockwarden};
 use serde_json::Value;
 
 /// Every secret the tests put into a location or rclone's arguments.
@@ -61,17 +60,6 @@ fn hostile_repo(dir: &Path) -> TestRepo {
     repo
 }
 
-/// Panics if any secret is in `text`.
-fn assert_no_secret(text: &str, what: &str) {
-    for secret in SECRETS {
-        assert!(!text.contains(secret), "{what} shows {secret}: {text}");
-    }
-}
-
-fn assert_no_secret_in(out: &Finished, what: &str) {
-    assert_no_secret(&all_output(out), what);
-}
-
 /// `check --json`, `unlock --json` and `check --textfile` on a working
 /// repository: the location shows only the name, the keys and the path; a
 /// stale lock is still found and removed.
@@ -94,18 +82,18 @@ fn a_hostile_connection_string_shows_only_its_name_keys_and_path() {
         &["--json", "--textfile", &textfiles.display().to_string()],
     );
     assert_eq!(check.code, 3, "{check:?}");
-    assert_no_secret_in(&check, "check --json");
+    check.assert_no_secret(&SECRETS);
     let doc: Value = serde_json::from_str(&check.stdout).expect("JSON");
     assert_eq!(doc["repository"]["location"], shown.as_str(), "{doc:#}");
     for file in std::fs::read_dir(&textfiles).expect("textfiles").flatten() {
         let text = std::fs::read_to_string(file.path()).expect("textfile");
         assert!(text.contains("lockwarden_check_success"), "{text}");
-        assert_no_secret(&text, "the textfile");
+        lockwarden_tests::assert_no_secret(&text, &SECRETS, "the textfile");
     }
 
     let unlock = repo.warden("unlock", &["--json"]);
     assert_eq!(unlock.code, 0, "{unlock:?}");
-    assert_no_secret_in(&unlock, "unlock --json");
+    unlock.assert_no_secret(&SECRETS);
     assert!(unlock.stdout.contains(&shown), "{unlock:?}");
     assert!(!repo.lock_ids().contains(&stale), "{unlock:?}");
 }
@@ -137,7 +125,7 @@ fn rclones_own_messages_show_no_secret() {
         "{}",
         out.stderr
     );
-    assert_no_secret_in(&out, "a failed check");
+    out.assert_no_secret(&SECRETS);
     assert!(!out.stderr.contains(&storage.display().to_string()));
 }
 
@@ -196,10 +184,10 @@ fn watch_logs_and_metrics_show_no_secret() {
         })
     });
     let page = scrape();
-    assert_no_secret(&page, "the metrics");
+    lockwarden_tests::assert_no_secret(&page, &SECRETS, "the metrics");
     watch.signal("TERM");
     let out = watch.finish_within(Duration::from_secs(30), "watch after SIGTERM");
-    assert_no_secret_in(&out, "watch's log");
+    out.assert_no_secret(&SECRETS);
     let shown = format!("rclone:store,{OPTIONS_SHOWN}:{}", repo.path.display());
     assert!(out.stderr.contains(&shown), "{}", out.stderr);
     assert!(out.stderr.contains("is it obscured"), "{}", out.stderr);

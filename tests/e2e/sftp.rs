@@ -10,7 +10,7 @@ use lockwarden_tests::guard::finish_guarded;
 use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, PASSWORD, TestRepo, free_port};
 use lockwarden_tests::sshd::{SSH_ALIAS, Sshd};
-use lockwarden_tests::{Finished, finish, parity};
+use lockwarden_tests::{finish, parity};
 use serde_json::Value;
 
 const MINUTE: i64 = 60;
@@ -22,17 +22,6 @@ fn rule(doc: &Value, id: &str) -> String {
         .as_str()
         .unwrap_or_default()
         .to_owned()
-}
-
-/// No secret in anything lockwarden printed.
-#[track_caller]
-fn assert_no_secret(out: &Finished) {
-    for secret in [SECRET, PASSWORD] {
-        assert!(
-            !out.stdout.contains(secret) && !out.stderr.contains(secret),
-            "{secret:?} shown: {out:?}"
-        );
-    }
 }
 
 #[test]
@@ -58,7 +47,7 @@ fn a_killed_holder_and_an_old_lock_are_removed_over_sftp_and_live_ones_kept() {
     });
 
     let out = repo.warden("check", &["--json"]);
-    assert_no_secret(&out);
+    out.assert_no_secret(&[SECRET, PASSWORD]);
     let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
     assert_eq!(out.code, 3, "{doc:#}");
     assert_eq!(doc["repository"]["backend"], "sftp");
@@ -70,7 +59,7 @@ fn a_killed_holder_and_an_old_lock_are_removed_over_sftp_and_live_ones_kept() {
     assert!(shown.contains(":***@127.0.0.1"), "{shown}");
 
     let out = repo.warden("unlock", &[]);
-    assert_no_secret(&out);
+    out.assert_no_secret(&[SECRET, PASSWORD]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
         out.stdout.contains(&format!("removed {}", &dead[..8])),
@@ -197,7 +186,7 @@ fn connection_failures_exit_with_their_own_codes_and_show_no_secret() {
         free_port()
     ));
     let out = nobody.warden("unlock", &[]);
-    assert_no_secret(&out);
+    out.assert_no_secret(&[SECRET, PASSWORD]);
     out.assert_exit(
         14,
         &format!("cannot reach sftp://{}:***@127.0.0.1", server.user),
@@ -205,7 +194,7 @@ fn connection_failures_exit_with_their_own_codes_and_show_no_secret() {
 
     let missing = at(server.url(&server.root.join("missing"), Some(SECRET)));
     let out = missing.warden("unlock", &[]);
-    assert_no_secret(&out);
+    out.assert_no_secret(&[SECRET, PASSWORD]);
     out.assert_exit(10, "no restic repository at sftp://");
 
     let stranger = at(server.url(&repo.path, Some(SECRET)));
@@ -214,7 +203,7 @@ fn connection_failures_exit_with_their_own_codes_and_show_no_secret() {
             .lockwarden("unlock")
             .env("LOCKWARDEN_SFTP_COMMAND", server.stranger_command()),
     );
-    assert_no_secret(&out);
+    out.assert_no_secret(&[SECRET, PASSWORD]);
     out.assert_exit(13, "Permission denied");
     assert!(out.stderr.contains(":***@127.0.0.1"), "{out:?}");
 
@@ -332,7 +321,7 @@ fn a_transport_that_never_answers_is_unreachable_at_the_deadline() {
     let started = Instant::now();
     let out = finish_guarded(repo.lockwarden("check").args(["--timeout", "2s"]));
     let took = started.elapsed();
-    assert_no_secret(&out);
+    out.assert_no_secret(&[SECRET, PASSWORD]);
     out.assert_exit(14, "cannot reach sftp://u:***@silent.invalid//srv/repo");
     assert!(took < Duration::from_secs(10), "took {took:?}");
     let pid = std::fs::read_to_string(&pid_file).expect("pid file");

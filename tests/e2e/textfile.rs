@@ -52,15 +52,10 @@ fn key_of(file: &Path) -> String {
         .to_owned()
 }
 
-fn repository_id(repo: &TestRepo) -> String {
-    let (_, doc) = repo.check_json();
-    doc["repository"]["id"].as_str().expect("an id").to_owned()
-}
-
 #[test]
 fn check_writes_the_textfile_and_replaces_it_atomically() {
     let repo = TestRepo::init_local();
-    let id = repository_id(&repo);
+    let id = repo.id();
     LockWriter::new(&repo).write(LockSpec {
         time: time_from_now(-45 * 60),
         hostname: "evicted-pod",

@@ -133,14 +133,6 @@ pub fn snapshot_ids(repo: &TestRepo) -> BTreeSet<String> {
         .collect()
 }
 
-/// The repository's id, as restic reads it from `config`.
-pub fn repository_id(repo: &TestRepo) -> String {
-    let out = repo.restic(&["cat", "config", "--no-lock"]);
-    assert_eq!(out.code, 0, "restic cat config failed: {out:?}");
-    let config: Value = serde_json::from_str(&out.stdout).expect("restic prints JSON");
-    config["id"].as_str().expect("an id").to_owned()
-}
-
 /// A copy of `repo`'s directory at `<repo.dir>/<name>` (`cp -a`), as a
 /// repository of its own sharing `repo`'s password file.
 pub fn copy_repo(repo: &TestRepo, name: &str) -> PathBuf {

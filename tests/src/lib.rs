@@ -141,6 +141,13 @@ impl Finished {
         assert!(self.stderr.contains(text), "{}", self.stderr);
     }
 
+    /// Asserts that nothing the command printed holds any of `secrets`.
+    #[track_caller]
+    pub fn assert_no_secret(&self, secrets: &[&str]) {
+        let all = format!("{}\n{}", self.stdout, self.stderr);
+        assert_no_secret(&all, secrets, "the output");
+    }
+
     /// The exit code and the JSON document on standard output (`check
     /// --json`, say); panics when stdout is not JSON.
     #[track_caller]
@@ -148,6 +155,15 @@ impl Finished {
         let doc = serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("not a JSON document: {e}: {self:?}"));
         (self.code, doc)
+    }
+}
+
+/// Asserts that `text` (`what`: a log, a page, a file) holds none of
+/// `secrets`.
+#[track_caller]
+pub fn assert_no_secret(text: &str, secrets: &[&str], what: &str) {
+    for secret in secrets {
+        assert!(!text.contains(secret), "{what} shows {secret:?}: {text}");
     }
 }
 

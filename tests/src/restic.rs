@@ -147,6 +147,15 @@ impl TestRepo {
         finish(self.lockwarden(command).args(extra))
     }
 
+    /// The repository's id, as restic reads it from `config`.
+    pub fn id(&self) -> String {
+        let out = self.restic(&["cat", "config", "--no-lock"]);
+        assert_eq!(out.code, 0, "restic cat config failed: {out:?}");
+        let config: serde_json::Value =
+            serde_json::from_str(&out.stdout).expect("restic prints JSON");
+        config["id"].as_str().expect("an id").to_owned()
+    }
+
     /// `lockwarden check --json`: its exit code and its document.
     pub fn check_json(&self) -> (i32, serde_json::Value) {
         self.warden("check", &["--json"]).json()
