@@ -6,6 +6,7 @@
 //! target/bench/results.json. Never part of `make test`.
 
 mod hosts;
+mod pod_end;
 mod policy;
 mod report;
 mod requests;
@@ -23,6 +24,26 @@ fn main() {
     if args.get(1).map(String::as_str) == Some("prepare") {
         let n = args[2].parse().expect("a number of locks");
         tools::prepare(n, std::path::Path::new(&args[3]));
+        return;
+    }
+    // `lockwarden-bench pod-end`: only a pod's end to its lock's removal.
+    if args.get(1).map(String::as_str) == Some("pod-end") {
+        let p = pod_end::measure();
+        for row in &p.rows {
+            eprintln!(
+                "{}: deleted p50 {:?} p99 {:?}, failed p50 {:?} p99 {:?}",
+                row.operator,
+                pod_end::quantile(&row.deleted, 0.5),
+                pod_end::quantile(&row.deleted, 0.99),
+                pod_end::quantile(&row.failed, 0.5),
+                pod_end::quantile(&row.failed, 0.99)
+            );
+        }
+        let c = &p.churn;
+        eprintln!(
+            "live kept: {}; churn: {} ends, {:.1} lists/min, {:.1} watches/min, {} checks",
+            p.live_kept, c.pod_ends, c.lists, c.watches, c.checks
+        );
         return;
     }
     // `lockwarden-bench scale-s3 N...`: the same on moto's S3.
@@ -85,6 +106,8 @@ fn main() {
     let requests = requests::per_store();
     step("the same component in Node.js (jco) and in wasmtime");
     let hosts = hosts::compare();
+    step("a pod's end to its lock's removal, on the real API server");
+    let pod_end = pod_end::measure();
     step("writing BENCHMARKS.md and target/bench/results.json");
 
     let results = report::Results {
@@ -97,6 +120,7 @@ fn main() {
         rest,
         requests,
         hosts,
+        pod_end,
         seconds: started.elapsed().as_secs_f64(),
     };
     report::write(&results);

@@ -6,6 +6,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::hosts::HostPair;
+use crate::pod_end::{PodEnd, quantile};
 use crate::policy::{Evaluation, Language, Start};
 use crate::requests::{LOCKS, StoreCost};
 use crate::tools::{Pairs, Round, Run, SECOND_RESTIC, WatchRun};
@@ -23,6 +24,7 @@ pub struct Results {
     pub rest: Pairs,
     pub requests: Vec<StoreCost>,
     pub hosts: Vec<HostPair>,
+    pub pod_end: PodEnd,
     pub seconds: f64,
 }
 
@@ -153,6 +155,7 @@ fn render(r: &Results, machine: &[(String, String)]) -> (String, Value) {
     over_rest(&mut md, &r.rest);
     requests_per_check(&mut md, &r.requests);
     second_host(&mut md, &r.hosts);
+    pod_end(&mut md, &r.pod_end, &mut targets);
     targets_table(&mut md, &targets);
     let _ = writeln!(md, "\n{ANALYSIS}");
     (md, results_json(r, machine, &targets))
@@ -500,6 +503,87 @@ fn second_host(w: &mut String, hosts: &[HostPair]) {
     }
 }
 
+/// Seconds, with two decimals, or `missed` when none were measured.
+fn seconds(time: Option<std::time::Duration>) -> String {
+    time.map_or("missed".into(), |t| format!("{:.2} s", t.as_secs_f64()))
+}
+
+fn pod_end(w: &mut String, p: &PodEnd, targets: &mut Vec<Target>) {
+    let _ = writeln!(
+        w,
+        "\n## From a pod's end to its lock's removal\n\nOn the real API server \
+         (kube-apiserver with etcd, no kubelet), one `lockwarden watch` with one repository per \
+         operator's pod names (`hosts_kubernetes`, checked every 5 minutes, so only the pod \
+         watch can be this fast). Each trial makes a pod of the pattern, writes its lock, then \
+         deletes the pod or sets it Failed, and times until the lock file is gone. A live \
+         holder's lock beside each was kept through every trial: {}. KubeStash documents no \
+         pod names, so pods are no evidence for it and its locks go by age (30 minutes). The \
+         anchors: restic alone waits 30 minutes after the last refresh, Stash unlocks \
+         (`--remove-all`) at the next job, KubeStash polls for up to an hour, K8up waits \
+         unbounded, VolSync waits for a human.\n\n| operator | pod, e.g. | deleted: p50 | p99 | \
+         Failed: p50 | p99 | missed |\n|---|---|---|---|---|---|---|",
+        if p.live_kept { "yes" } else { "**NO**" }
+    );
+    let mut worst = None;
+    for row in &p.rows {
+        let missed = (row.deleted.iter().chain(&row.failed))
+            .filter(|t| t.is_none())
+            .count();
+        let p99 = [quantile(&row.deleted, 0.99), quantile(&row.failed, 0.99)];
+        worst = worst.max(p99.into_iter().flatten().max());
+        let _ = writeln!(
+            w,
+            "| {} | `{}` | {} | {} | {} | {} | {missed} of {} |",
+            row.operator,
+            row.example,
+            seconds(quantile(&row.deleted, 0.5)),
+            seconds(p99[0]),
+            seconds(quantile(&row.failed, 0.5)),
+            seconds(p99[1]),
+            row.deleted.len() + row.failed.len()
+        );
+    }
+    let c = &p.churn;
+    let _ = writeln!(
+        w,
+        "\nThe cost, while 1,000 job pods (named like K8up's) were deleted and made again, {} ends in \
+         a minute: {:.1} pod LISTs and {:.1} pod WATCHes per minute by `watch` (the API \
+         server's own `apiserver_request_total`), and {} checks, each a listing of `locks/` \
+         and a read of each lock: a pod's end costs no request to the storage until a check \
+         runs, and events close together share one check.",
+        c.pod_ends, c.lists, c.watches, c.checks
+    );
+    let missed = p
+        .rows
+        .iter()
+        .any(|r| (r.deleted.iter().chain(&r.failed)).any(Option::is_none));
+    targets.push(Target {
+        name: "a dead holder's lock removed within 10 s of its pod's end (p99)".into(),
+        measured: seconds(worst),
+        met: p.live_kept
+            && !missed
+            && worst.is_some_and(|t| t < std::time::Duration::from_secs(10)),
+    });
+}
+
+fn pod_end_json(p: &PodEnd) -> Value {
+    let times = |ts: &[Option<std::time::Duration>]| -> Vec<Value> {
+        ts.iter()
+            .map(|t| t.map_or(Value::Null, |t| json!(t.as_secs_f64())))
+            .collect()
+    };
+    json!({
+        "live_kept": p.live_kept,
+        "rows": p.rows.iter().map(|r| json!({
+            "operator": r.operator, "example": r.example,
+            "deleted_s": times(&r.deleted), "failed_s": times(&r.failed),
+        })).collect::<Vec<_>>(),
+        "churn": {"pods": crate::pod_end::CHURN, "pod_ends": p.churn.pod_ends,
+                  "lists_per_minute": p.churn.lists, "watches_per_minute": p.churn.watches,
+                  "checks": p.churn.checks},
+    })
+}
+
 fn targets_table(w: &mut String, targets: &[Target]) {
     let _ = writeln!(w, "\n## Targets\n\n| target | measured | |\n|---|---|---|");
     for t in targets {
@@ -550,12 +634,15 @@ fn results_json(r: &Results, machine: &[(String, String)], targets: &[Target]) -
             "wasmtime_s": h.wasmtime.json(), "node_s": h.node.json(),
             "ratio": h.node.median / h.wasmtime.median,
         })).collect::<Vec<_>>(),
+        "pod_end": pod_end_json(&r.pod_end),
         "targets": targets.iter().map(|t| json!({"target": t.name, "measured": t.measured, "met": t.met})).collect::<Vec<_>>(),
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use lockwarden::stats::Summary;
 
@@ -700,6 +787,23 @@ mod tests {
                     node: summary(21e-3),
                 },
             ],
+            pod_end: crate::pod_end::PodEnd {
+                rows: vec![crate::pod_end::Row {
+                    operator: "volsync",
+                    example: "volsync-src-db-1-x2b8q".into(),
+                    deleted: [1.2, 1.4, 1.3]
+                        .map(|s| Some(Duration::from_secs_f64(s)))
+                        .into(),
+                    failed: vec![Some(Duration::from_secs_f64(1.5)), None],
+                }],
+                live_kept: true,
+                churn: crate::pod_end::Churn {
+                    pod_ends: 1500,
+                    lists: 40.0,
+                    watches: 1.0,
+                    checks: 55,
+                },
+            },
             seconds: 1234.5,
         }
     }
