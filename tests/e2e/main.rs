@@ -22,6 +22,7 @@ mod discover;
 mod discover_tls;
 mod docs;
 mod faults;
+mod go_host;
 mod hold;
 mod hostile_http;
 mod image;
