@@ -72,7 +72,11 @@ impl Held {
 
     /// Lets the script end with `code` and returns what hold did.
     fn finish(mut self, code: i32) -> Finished {
-        std::fs::write(self.dir.join("go"), code.to_string()).expect("write go");
+        // Written whole, then renamed: the script reads `go` as soon as it
+        // exists, and would read an empty file written in place.
+        let tmp = self.dir.join("go.tmp");
+        std::fs::write(&tmp, code.to_string()).expect("write go");
+        std::fs::rename(&tmp, self.dir.join("go")).expect("rename go");
         self.output()
     }
 

@@ -92,10 +92,9 @@ pub struct Hosts {
     pub failed: BTreeMap<String, String>,
 }
 
-/// Whether lockwarden saw a pod answering to `hostname` (in namespace
-/// `scope` when given) in a reading of the Kubernetes API that began before
-/// `before` (ns since the epoch): its pod watch or an earlier listing
-/// ([`super::shared_pods::sighted`]).
+/// Whether lockwarden's pod watch saw the pod named `hostname` (in
+/// namespace `scope` when given) end for sure before `before` (ns since
+/// the epoch) ([`super::shared_pods::sighted`]).
 pub type Sighted = fn(scope: Option<&str>, hostname: &str, before: i64) -> bool;
 
 /// One reading of the inventory, ready to answer `host` questions.
@@ -106,8 +105,8 @@ pub struct Inventory {
     scope: Option<String>,
     /// The hosts, or why they could not be read.
     reading: Result<Reading, String>,
-    /// For a reading of the Kubernetes API: the pods lockwarden saw before
-    /// it, which make absence from it speak even where it lists no host
+    /// For a reading of the Kubernetes API: the pods lockwarden saw end
+    /// before it, whose absence from it speaks even where it lists no host
     /// the regex covers ([`Inventory::host`]).
     sighted: Option<Sighted>,
 }
@@ -151,7 +150,7 @@ impl Inventory {
     }
 
     /// This inventory, read from the Kubernetes API, where `sighted` says
-    /// which pods lockwarden saw before.
+    /// which pods lockwarden saw end before.
     fn with_sightings(self, sighted: Sighted) -> Inventory {
         Inventory {
             sighted: Some(sighted),
@@ -301,9 +300,9 @@ impl Inventory {
     /// 1. it lists some host the regex covers (in its scope): an answer
     ///    that sees none of them is what a wrong namespace or missing
     ///    permissions give; or, read from the Kubernetes API (which refuses
-    ///    a listing it does not allow, and whose scope is the namespace the
-    ///    operator runs restic in), lockwarden saw this very pod there in
-    ///    an earlier reading: so its pods are visible, and it was one;
+    ///    a listing it does not allow), lockwarden saw this very pod end
+    ///    there before the reading (Succeeded, Failed, or deleted with
+    ///    every container stopped: [`super::pod_watch`]);
     /// 2. it misses no namespace it could hold the pod in;
     /// 3. it began after lockwarden first saw the lock, whose writer
     ///    existed before the lock did.
@@ -613,6 +612,16 @@ pub struct PodState {
     pub terminal: bool,
     /// Its containers' restarts, all kinds together.
     pub restarts: u64,
+    /// Whether none of its containers runs or waits: each status says
+    /// terminated (or there is none: it never ran). A pod deleted so has
+    /// ended; one force-deleted while its containers ran (a node cut off)
+    /// may still run restic there.
+    pub stopped: bool,
+    /// The one hostname restic in it could have had, when that is its
+    /// name alone: no `spec.hostname`, and not cut by kubelet (at most 63
+    /// bytes). Only such a pod's end can be told of its locks: another
+    /// pod, elsewhere, could have a hostname cut or set to the same.
+    pub own_hostname: Option<String>,
 }
 
 /// `item`, a pod of the API, as the pod watch follows it.
@@ -625,7 +634,15 @@ pub fn pod_state(item: Value) -> Result<PodState, String> {
         .map(|c| c.restart_count)
         .fold(0u64, u64::saturating_add);
     let phase = status.phase.as_deref().unwrap_or("");
+    let stopped = (status.container_statuses.iter())
+        .chain(&status.init_container_statuses)
+        .chain(&status.ephemeral_container_statuses)
+        .all(|c| c.state.running.is_none() && c.state.terminated.is_some());
+    let name = &pod.metadata.name;
+    let own_hostname = (pod.spec.hostname.is_none() && name.len() <= 63).then(|| name.clone());
     Ok(PodState {
+        stopped,
+        own_hostname,
         hostnames: pod.hostnames(),
         terminal: matches!(phase, "Succeeded" | "Failed"),
         restarts,

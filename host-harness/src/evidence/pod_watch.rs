@@ -3,9 +3,11 @@
 //! version seen when the server ends it, listed again when that version
 //! has expired (410 Gone), with a growing pause after each failure.
 //!
-//! Each pod seen is remembered as seen ([`super::shared_pods::saw`]), which
+//! A pod seen to end for sure (Succeeded or Failed, or deleted with every
+//! container stopped) is remembered ([`super::shared_pods::saw`]), which
 //! gives a later listing's silence about it authority
-//! ([`super::inventory`]). A pod's *end* is told to the caller: deleted,
+//! ([`super::inventory`]); a pod force-deleted while its containers ran
+//! is not: restic may still run on a node cut off from the API. A pod's *end* is told to the caller: deleted,
 //! Succeeded or Failed, a container restarted, or gone from a new list
 //! after the watch was away. What to do about it (check at once the
 //! repositories whose locks it may hold, after [`outdate_listings`]) is
@@ -107,8 +109,6 @@ impl Follower {
             let pod = pod_state(item)?;
             pods.insert(pod.uid.clone(), pod);
         }
-        let at = now();
-        shared_pods::saw(pods.values().flat_map(sightings), at);
         for (uid, pod) in &self.pods {
             if !pods.contains_key(uid) && !listing.failed.contains_key(&pod.namespace) {
                 ended(pod, End::Unlisted);
@@ -163,8 +163,9 @@ impl Follower {
             "ADDED" | "MODIFIED" => self.changed(pod_state(object)?, ended),
             "DELETED" => {
                 let pod = pod_state(object)?;
-                // It existed there, even if the watch never saw it before.
-                shared_pods::saw(sightings(&pod), now());
+                if pod.stopped {
+                    shared_pods::saw(sighting(&pod), now());
+                }
                 self.pods.remove(&pod.uid);
                 ended(&pod, End::Deleted);
             }
@@ -195,7 +196,6 @@ impl Follower {
     /// `pod` as it is now: seen, and ended if it finished or restarted
     /// since it was last seen.
     fn changed(&mut self, pod: PodState, ended: &mut impl FnMut(&PodState, End)) {
-        shared_pods::saw(sightings(&pod), now());
         let end = match self.pods.get(&pod.uid) {
             Some(before) if pod.terminal && !before.terminal => Some(End::Finished),
             Some(before) if pod.restarts > before.restarts => Some(End::Restarted),
@@ -203,6 +203,9 @@ impl Follower {
             _ => None,
         };
         if let Some(end) = end {
+            if end == End::Finished {
+                shared_pods::saw(sighting(&pod), now());
+            }
             ended(&pod, end);
         }
         self.pods.insert(pod.uid.clone(), pod);
@@ -217,10 +220,9 @@ pub fn outdate_listings() {
     shared_pods::ended(now());
 }
 
-/// The (namespace, hostname) pairs `pod` answers to.
-fn sightings(pod: &PodState) -> impl Iterator<Item = (&str, &str)> {
-    let namespace = pod.namespace.as_str();
-    pod.hostnames.iter().map(move |h| (namespace, h.as_str()))
+/// The (namespace, hostname) of `pod`, when it has a hostname of its own.
+fn sighting(pod: &PodState) -> Option<(&str, &str)> {
+    Some((pod.namespace.as_str(), pod.own_hostname.as_deref()?))
 }
 
 #[cfg(test)]
@@ -275,7 +277,14 @@ mod tests {
             ]
         );
         assert_eq!(follower.version.as_deref(), Some("99"));
-        assert!(shared_pods::sighted(Some("a"), "backup-1", i64::MAX));
+        assert!(
+            shared_pods::sighted(Some("a"), "backup-1", i64::MAX),
+            "Failed"
+        );
+        assert!(
+            !shared_pods::sighted(Some("a"), "backup-2", i64::MAX),
+            "deleted while its container ran: not an end for sure"
+        );
     }
 
     #[test]

@@ -108,13 +108,6 @@ fn list(
         .map(Arc::new);
     let mut state = lock.lock().map_err(|_| POISONED.to_owned())?;
     state.running = false;
-    if let Ok(hosts) = &records {
-        let sightings = (hosts.records.iter()).flat_map(|(hostname, answering)| {
-            (answering.iter())
-                .filter_map(move |r| Some((r.namespace.as_deref()?, hostname.as_str())))
-        });
-        remember(&mut state.seen, sightings, began);
-    }
     state.done = Some((records.clone(), began));
     changed.notify_all();
     records.map(|r| (r, began))
@@ -128,9 +121,8 @@ pub fn ended(at: i64) {
     state.stale_before = state.stale_before.max(at);
 }
 
-/// Remembers that the pods the Kubernetes API reported (namespace,
-/// hostname) were seen at `at` (ns since the epoch, this host's clock), as
-/// the pod watch reports them.
+/// Remembers that the pods (namespace, hostname) were seen to end at `at`
+/// (ns since the epoch, this host's clock), as the pod watch reports them.
 pub fn saw<'a>(pods: impl IntoIterator<Item = (&'a str, &'a str)>, at: i64) {
     let (lock, _) = shared();
     let mut state = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
