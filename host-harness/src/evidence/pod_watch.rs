@@ -77,6 +77,10 @@ pub fn follow(
         match step {
             Ok(()) => pause = Duration::from_secs(1),
             Err(why) => {
+                // Listed again next: a version the server keeps refusing
+                // (gone, forbidden, an event over the bound) is never
+                // retried as it was.
+                follower.version = None;
                 tracing::warn!(
                     "following the pods: {}; again in {}s",
                     crate::text::escape(&why),

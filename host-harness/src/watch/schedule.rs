@@ -35,6 +35,9 @@ pub trait Job {
     fn tenant(&self) -> Option<&str>;
     /// Whether it was stopped (it is then dropped, not checked).
     fn is_stopped(&self) -> bool;
+    /// Whether its last check failed: its wait is a backoff, which a
+    /// pod's end does not shorten.
+    fn is_backing_off(&self) -> bool;
 }
 
 impl Job for Box<Watched> {
@@ -51,6 +54,10 @@ impl Job for Box<Watched> {
 
     fn is_stopped(&self) -> bool {
         Watched::is_stopped(self)
+    }
+
+    fn is_backing_off(&self) -> bool {
+        self.retry != super::FIRST_RETRY
     }
 }
 
@@ -158,7 +165,9 @@ impl<T: Job> Queue<T> {
         let mut due = std::mem::take(&mut self.due).into_vec();
         let mut queued = HashSet::new();
         for d in due.iter_mut().filter(|d| wanted(&d.watched)) {
-            d.at = d.at.min(at);
+            if !d.watched.is_backing_off() {
+                d.at = d.at.min(at);
+            }
             queued.insert(d.watched.name().to_owned());
         }
         let waiting = (self.tenants.values()).flat_map(|t| t.waiting.iter());
@@ -171,7 +180,7 @@ impl<T: Job> Queue<T> {
     /// Puts `job` back after its check, due after `wait`, or at once
     /// (after [`COALESCE`]) when it was hurried while in flight.
     fn requeue(&mut self, now: Instant, wait: Duration, job: T) {
-        let wait = if self.again.remove(job.name()) {
+        let wait = if self.again.remove(job.name()) && !job.is_backing_off() {
             wait.min(COALESCE)
         } else {
             wait
@@ -239,6 +248,9 @@ impl<T: Job> Queue<T> {
         }
         self.tenants
             .retain(|_, t| t.running > 0 || !t.waiting.is_empty());
+        for job in &stopped {
+            self.again.remove(job.name());
+        }
         stopped
     }
 }
@@ -287,6 +299,9 @@ impl Schedule {
     /// of when it would next be due.
     pub fn drop_stopped(&self) {
         let stopped = self.lock().take_stopped();
+        for job in &stopped {
+            self.holders.forget(job.name());
+        }
         // Closed here, outside the queue's lock, which the workers wait on.
         drop(stopped);
     }
@@ -316,6 +331,7 @@ impl Schedule {
             match wait {
                 Some(wait) => queue.requeue(Instant::now(), wait, watched),
                 None => {
+                    queue.again.remove(watched.name());
                     drop(queue);
                     // Closed outside the queue's lock.
                     drop(watched);
@@ -374,6 +390,7 @@ mod tests {
         name: String,
         tenant: Option<String>,
         stopped: bool,
+        failing: bool,
     }
 
     impl Job for Fake {
@@ -388,6 +405,10 @@ mod tests {
         fn is_stopped(&self) -> bool {
             self.stopped
         }
+
+        fn is_backing_off(&self) -> bool {
+            self.failing
+        }
     }
 
     fn fake(name: &str, tenant: Option<&str>) -> Fake {
@@ -395,6 +416,7 @@ mod tests {
             name: name.to_owned(),
             tenant: tenant.map(str::to_owned),
             stopped: false,
+            failing: false,
         }
     }
 
@@ -480,6 +502,43 @@ mod tests {
         queue.requeue(now, Duration::from_secs(300), fake("busy", None));
         assert!(take_all(&mut queue, now + COALESCE).is_empty());
         assert!(matches!(queue.take(now), Take::Wait(Some(at)) if at == later));
+    }
+
+    #[test]
+    fn a_failing_jobs_backoff_is_not_shortened_and_a_stopped_one_is_forgotten() {
+        let now = Instant::now();
+        let backoff = now + Duration::from_secs(80);
+        let mut queue = Queue::new(4);
+        let failing = Fake {
+            failing: true,
+            ..fake("failing", None)
+        };
+        queue.push(backoff, failing);
+        let names = ["failing".to_owned(), "in-flight".to_owned()];
+        queue.hurry(&names, now + COALESCE);
+        assert!(
+            take_all(&mut queue, now + COALESCE).is_empty(),
+            "backoff kept"
+        );
+        let back = Fake {
+            failing: true,
+            ..fake("in-flight", None)
+        };
+        queue.requeue(now, Duration::from_secs(80), back);
+        assert!(
+            take_all(&mut queue, now + COALESCE).is_empty(),
+            "backoff kept"
+        );
+        queue.hurry(&["gone".to_owned()], now);
+        queue.push(
+            now + Duration::from_secs(9),
+            Fake {
+                stopped: true,
+                ..fake("gone", None)
+            },
+        );
+        queue.take_stopped();
+        assert!(queue.again.is_empty(), "{:?}", queue.again);
     }
 
     #[test]
