@@ -1,41 +1,33 @@
 //! The backend conformance suite (`lockwarden_tests::backend_suite`) run
-//! against every real backend: one test per backend, one line per case in
-//! its output (`backend-suite | <backend> | <case> | <outcome>`).
+//! against every real backend through the binary: one test per backend, one
+//! line per case in its output (`backend-suite | <backend> | <case> |
+//! <outcome>`). The promises that need neither the binary nor restic run in
+//! process first (`host-harness/src/repo/backend/suite.rs`).
+//!
+//! Adding a backend: its constructor in `backend_suite/storage.rs`, and one
+//! line here.
 
 use lockwarden_tests::backend_suite::{Storage, run};
 use lockwarden_tests::cloud::Store;
 
-#[test]
-fn local() {
-    run("local", Storage::local);
+/// One `#[test]` per storage: `name => constructor`.
+macro_rules! storages {
+    ($($name:ident => $make:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                run(stringify!($name), $make);
+            }
+        )*
+    };
 }
 
-#[test]
-fn rest() {
-    run("rest", Storage::rest);
-}
-
-#[test]
-fn rclone() {
-    run("rclone", Storage::rclone);
-}
-
-#[test]
-fn sftp() {
-    run("sftp", Storage::sftp);
-}
-
-#[test]
-fn s3() {
-    run("s3", || Storage::cloud(Store::S3));
-}
-
-#[test]
-fn azure() {
-    run("azure", || Storage::cloud(Store::Azure));
-}
-
-#[test]
-fn gs() {
-    run("gs", || Storage::cloud(Store::Gcs));
+storages! {
+    local => Storage::local;
+    rest => Storage::rest;
+    rclone => Storage::rclone;
+    sftp => Storage::sftp;
+    s3 => || Storage::cloud(Store::S3);
+    azure => || Storage::cloud(Store::Azure);
+    gs => || Storage::cloud(Store::Gcs);
 }

@@ -1,31 +1,21 @@
 //! The native object-store backends (`s3:`, `azure:`, `gs:`) against real
 //! servers on 127.0.0.1 (moto, Azurite, fake-gcs-server), with restic
 //! itself on the same buckets (directly for S3, through `rclone:` for the
-//! others): the reference scenario of the local backend, parity with
-//! `restic unlock`, the exit codes of each failure, secrets never shown, a
-//! stalled server, and what `watch` costs per check.
+//! others): the exit codes of each failure, secrets never shown, a stalled
+//! server, and what `watch` costs per check. The reference scenario and
+//! parity with `restic unlock` are the backend suite's
+//! (`backend_suite.rs`), on every storage.
 
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use lockwarden_tests::adversary::{all_output, pair, verdict};
+use lockwarden_tests::adversary::all_output;
 use lockwarden_tests::cloud::Store;
 use lockwarden_tests::fault_proxy::{Fault, FaultProxy, Filter};
-use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
-use lockwarden_tests::restic::{Holder, TestRepo};
-use lockwarden_tests::{Finished, finish, parity};
-use serde_json::Value;
+use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
+use lockwarden_tests::restic::TestRepo;
+use lockwarden_tests::{Finished, finish};
 
 const MINUTE: i64 = 60;
-
-/// The contract's backend name of each store.
-fn backend_name(store: Store) -> &'static str {
-    match store {
-        Store::S3 => "s3",
-        Store::Azure => "azure",
-        Store::Gcs => "gs",
-    }
-}
 
 /// `lockwarden <command> -r <location>` with `repo`'s password and
 /// environment.
@@ -37,117 +27,6 @@ fn at(repo: &TestRepo, location: &str, command: &str, extra: &[&str]) -> Finishe
             .args(extra)
             .envs(repo.env.iter().map(|(k, v)| (k.clone(), v.clone()))),
     )
-}
-
-fn check_json(store: Store, repo: &TestRepo) -> (i32, Value) {
-    let out = repo.warden("check", &["--json"]);
-    out.assert_no_secret(store.secrets());
-    out.json()
-}
-
-/// The local backend's scenario in `store`: a killed holder's lock and a
-/// 2 h old foreign lock are removed; a live `restic backup`'s lock and a
-/// young foreign lock are kept; restic works afterwards.
-fn the_reference_scenario(store: Store) {
-    let bucket = store.new_bucket();
-    let repo = bucket.init_repo("team/repo");
-    let live = Holder::start(&repo);
-    let dead = Holder::start(&repo).kill();
-    let writer = LockWriter::new(&repo);
-    let old = writer.write(LockSpec {
-        time: time_from_now(-120 * MINUTE),
-        hostname: "gone-host",
-        pid: 9,
-        exclusive: true,
-        encoding: Encoding::Zstd,
-    });
-    let young = writer.write(LockSpec {
-        time: time_from_now(-10 * MINUTE),
-        hostname: "other-host",
-        pid: 10,
-        ..LockSpec::default()
-    });
-
-    let (code, doc) = check_json(store, &repo);
-    assert_eq!(code, 3, "{store}: {doc:#}");
-    assert_eq!(doc["repository"]["backend"], backend_name(store), "{store}");
-    assert_eq!(
-        verdict(&doc, &dead),
-        pair("remove", "process-dead"),
-        "{store}"
-    );
-    assert_eq!(verdict(&doc, &old), pair("remove", "expired"), "{store}");
-    assert_eq!(
-        verdict(&doc, &live.lock_id),
-        pair("keep", "holder-alive"),
-        "{store}"
-    );
-    assert_eq!(verdict(&doc, &young).0, "keep", "{store}");
-
-    let out = repo.warden("unlock", &[]);
-    out.assert_no_secret(store.secrets());
-    assert_eq!(out.code, 0, "{store}: {out:?}");
-    assert!(
-        out.stdout.contains(&format!("removed {}", &dead[..8])),
-        "{store}: {}",
-        out.stdout
-    );
-    assert_eq!(
-        repo.lock_ids(),
-        BTreeSet::from([live.lock_id.clone(), young.clone()]),
-        "{store}: exactly the stale locks are gone"
-    );
-    // What restic sees agrees.
-    let listed = repo.restic(&["list", "locks", "--no-lock"]);
-    assert_eq!(listed.code, 0, "{store}: {listed:?}");
-    let listed: BTreeSet<String> = listed.stdout.lines().map(str::to_owned).collect();
-    assert_eq!(listed, repo.lock_ids(), "{store}");
-
-    drop(live);
-    bucket.remote("team/repo").join("locks").remove(&young);
-    repo.assert_usable();
-}
-
-#[test]
-fn s3_removes_exactly_the_stale_locks() {
-    the_reference_scenario(Store::S3);
-}
-
-#[test]
-fn azure_removes_exactly_the_stale_locks() {
-    the_reference_scenario(Store::Azure);
-}
-
-#[test]
-fn gcs_removes_exactly_the_stale_locks() {
-    the_reference_scenario(Store::Gcs);
-}
-
-/// The same forged locks in two repositories of one bucket: about locks of
-/// which nothing is known, `lockwarden unlock` keeps exactly what `restic
-/// unlock` keeps (by age: 30 minutes).
-fn with_no_evidence_lockwarden_keeps_what_restic_unlock_keeps(store: Store) {
-    let bucket = store.new_bucket();
-    let (ours, theirs) = (bucket.init_repo("ours"), bucket.init_repo("theirs"));
-    let our_ids = parity::write_ages(&LockWriter::new(&ours));
-    let their_ids = parity::write_ages(&LockWriter::new(&theirs));
-    assert_eq!(ours.warden("unlock", &[]).code, 0);
-    parity::restic_unlock_keeps_the_same(&ours, &our_ids, &theirs, &their_ids);
-}
-
-#[test]
-fn on_s3_lockwarden_keeps_what_restic_unlock_keeps() {
-    with_no_evidence_lockwarden_keeps_what_restic_unlock_keeps(Store::S3);
-}
-
-#[test]
-fn on_azure_lockwarden_keeps_what_restic_unlock_keeps() {
-    with_no_evidence_lockwarden_keeps_what_restic_unlock_keeps(Store::Azure);
-}
-
-#[test]
-fn on_gcs_lockwarden_keeps_what_restic_unlock_keeps() {
-    with_no_evidence_lockwarden_keeps_what_restic_unlock_keeps(Store::Gcs);
 }
 
 /// A bucket that does not exist, a repository that does not, refused

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lockwarden_tests::adversary::{all_output, copy_repo, ids, pair, verdict};
+use lockwarden_tests::adversary::{all_output, ids, pair, verdict};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, TestRepo};
-use lockwarden_tests::{Finished, finish, parity};
+use lockwarden_tests::{Finished, finish};
 use serde_json::Value;
 
 const MINUTE: i64 = 60;
@@ -135,24 +135,6 @@ fn a_killed_holder_and_an_old_lock_go_and_live_and_young_locks_stay() {
     drop(live);
     std::fs::remove_file(repo.path.join("locks").join(&young)).expect("remove the young lock");
     repo.assert_usable();
-}
-
-/// On copies of one repository holding only locks about which nothing is
-/// known, lockwarden over rclone removes exactly what `restic unlock` over
-/// rclone removes.
-#[test]
-fn with_no_evidence_unlock_over_rclone_removes_what_restic_unlock_removes() {
-    let marker = marker("parity");
-    let repo = TestRepo::init_over_rclone();
-    let forged = parity::write_ages(&LockWriter::new(&repo));
-    let copy = |name: &str| {
-        let to = copy_repo(&repo, name);
-        TestRepo::at(format!("rclone::local:{}", to.display()), to)
-    };
-    let (ours, theirs) = (copy("for-lockwarden"), copy("for-restic"));
-    let out = warden(&ours, "unlock", &[], &marker);
-    assert_eq!(out.code, 0, "{out:?}");
-    parity::restic_unlock_keeps_the_same(&ours, &forged, &theirs, &forged);
 }
 
 #[test]

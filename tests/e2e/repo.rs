@@ -9,7 +9,7 @@ use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_no
 use lockwarden_tests::restic::{
     Holder, REST_PASS, RestServer, TestRepo, free_port, swift_through_restic,
 };
-use lockwarden_tests::{finish, lockwarden, parity};
+use lockwarden_tests::{finish, lockwarden};
 use serde_json::Value;
 
 const MINUTE: i64 = 60;
@@ -354,25 +354,6 @@ fn repository_and_password_come_from_restics_environment_variables() {
         both.code, 2,
         "-r and a repository file conflict, as in restic: {both:?}"
     );
-}
-
-/// On copies of one repository holding only locks about which nothing is
-/// known, lockwarden removes exactly what `restic unlock` removes.
-#[test]
-fn with_no_evidence_lockwarden_removes_what_restic_unlock_removes() {
-    let repo = TestRepo::init_local();
-    let restic_lock = Holder::start_on_host(&repo, "parity-host").kill();
-    let forged = parity::write_ages(&LockWriter::new(&repo));
-    let copy = |name: &str| {
-        let to = lockwarden_tests::adversary::copy_repo(&repo, name);
-        TestRepo::at(to.display().to_string(), to)
-    };
-    let (ours, theirs) = (copy("for-lockwarden"), copy("for-restic"));
-    assert_eq!(ours.warden("unlock", &[]).code, 0);
-    parity::restic_unlock_keeps_the_same(&ours, &forged, &theirs, &forged);
-    assert!(ours.lock_ids().contains(&restic_lock) && theirs.lock_ids().contains(&restic_lock));
-    clear_locks(&ours);
-    ours.assert_usable();
 }
 
 /// A repository `restic init` made over REST (its calibrated key, the

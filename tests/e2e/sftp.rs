@@ -1,16 +1,17 @@
 //! The native SFTP backend against a real OpenSSH server and real restic
-//! processes: the reference scenario of `repo.rs`, parity with `restic
-//! unlock`, and each way the connection can fail.
+//! processes: the reference scenario of `repo.rs` with a secret in the URL
+//! and a Host alias, and each way the connection can fail. Parity with
+//! `restic unlock` is the backend suite's (`backend_suite.rs`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use lockwarden_tests::adversary::{entry, file_type, ids, mkfifo, problem};
+use lockwarden_tests::finish;
 use lockwarden_tests::guard::finish_guarded;
 use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::restic::{Holder, PASSWORD, TestRepo, free_port};
 use lockwarden_tests::sshd::{SSH_ALIAS, Sshd};
-use lockwarden_tests::{finish, parity};
 use serde_json::Value;
 
 const MINUTE: i64 = 60;
@@ -141,32 +142,6 @@ fn files_that_are_not_regular_locks_are_reported_and_left_alone() {
     assert_eq!(file_type(&locks.join(&linked)), "symlink");
     assert_eq!(file_type(&locks.join(&fifo)), "fifo");
     assert_eq!(file_type(&outside), "file");
-}
-
-/// On two copies of one repository served over SFTP, holding only locks
-/// about which nothing is known, lockwarden removes exactly what `restic
-/// unlock` removes.
-#[test]
-fn with_no_evidence_lockwarden_over_sftp_removes_what_restic_unlock_removes() {
-    let server = Sshd::start();
-    let ours = server.init_repo("ours");
-    let restic_lock = Holder::start_on_host(&ours, "parity-host").kill();
-    let forged = parity::write_ages(&LockWriter::new(&ours));
-    let theirs_path = server.root.join("theirs");
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(&ours.path)
-        .arg(&theirs_path)
-        .status()
-        .expect("cp");
-    assert!(status.success());
-    let mut theirs = TestRepo::at(server.url(&theirs_path, None), theirs_path);
-    theirs.env = server.env();
-
-    let out = ours.warden("unlock", &[]);
-    assert_eq!(out.code, 0, "{out:?}");
-    parity::restic_unlock_keeps_the_same(&ours, &forged, &theirs, &forged);
-    assert!(ours.lock_ids().contains(&restic_lock) && theirs.lock_ids().contains(&restic_lock));
 }
 
 #[test]

@@ -1,5 +1,9 @@
 //! The repository reader over the in-memory and fault-injecting backends:
-//! every path from storage to lock set, without restic or a server.
+//! the paths from storage to lock set that only the in-memory backend can
+//! set up (a key search, the lock cache, a backend that cannot remove or
+//! that decrypts, impossible storage times, every kind of misplaced file).
+//! The promises every backend keeps are the backend suite's, which runs in
+//! process against the in-memory backend too (`backend/suite/`).
 
 use std::sync::Arc;
 
@@ -72,46 +76,6 @@ fn a_missing_config_or_key_is_no_repository() {
         matches!(result, Err(RepoError::NoRepository { .. })),
         "{result:?}"
     );
-}
-
-#[test]
-fn reads_every_lock_and_names_what_it_cannot_read() {
-    let (backend, ids) = repository_with(&[10, 11]);
-    let garbage = "f".repeat(64);
-    backend.put(Kind::Lock, &garbage, b"not a lock".to_vec());
-    let big = "e".repeat(64);
-    backend.put(Kind::Lock, &big, vec![0; 70 * 1024]);
-    let repo = open(backend).expect("opens");
-    let set = repo.read_locks().expect("listing works");
-    let mut pids: Vec<i64> = set.locks.iter().map(|l| l.pid).collect();
-    pids.sort();
-    assert_eq!(pids, [10, 11]);
-    assert!(set.locks.iter().all(|l| ids.contains(&l.id)));
-    let mut problems: Vec<(&str, &str)> = set
-        .unreadable
-        .iter()
-        .map(|u| (u.id.as_str(), u.problem.as_str()))
-        .collect();
-    problems.sort();
-    assert_eq!(problems.len(), 2, "{problems:?}");
-    assert_eq!(problems[0].0, big);
-    assert!(problems[0].1.contains("larger than"), "{problems:?}");
-    assert_eq!(problems[1].0, garbage);
-    assert!(
-        problems[1].1.contains("does not match its name"),
-        "{problems:?}"
-    );
-}
-
-#[test]
-fn a_lock_that_vanishes_after_the_listing_is_left_out() {
-    let (backend, ids) = repository_with(&[10, 11]);
-    let faulty = FaultyBackend::new(backend)
-        .fail(Fault::always(Operation::Read, BackendError::NotFound("gone".into())).on(&ids[0]));
-    let set = open(faulty).expect("opens").read_locks().expect("listed");
-    assert_eq!(set.locks.len(), 1);
-    assert_eq!(set.locks[0].id, ids[1]);
-    assert!(set.unreadable.is_empty());
 }
 
 #[test]
@@ -327,78 +291,6 @@ fn faulty_repository() -> (Repository, Arc<FaultyBackend<MemoryBackend>>, Key) {
 }
 
 #[test]
-fn only_what_the_last_listing_showed_as_a_lock_file_or_this_process_wrote_is_removed() {
-    let (repo, backend, key) = faulty_repository();
-    let listed = backend.inner().put_lock(&key, &lock_json("h", 1));
-    // Not listed yet: refused before the storage is asked.
-    let early = repo.remove_lock(&listed);
-    assert!(
-        matches!(early, Err(RepoError::NotRemovable { .. })),
-        "{early:?}"
-    );
-    assert_eq!(backend.calls(Operation::Remove), 0);
-    repo.read_locks().expect("reads");
-    let later = backend.inner().put_lock(&key, &lock_json("h", 2));
-    assert!(matches!(
-        repo.remove_lock(&later),
-        Err(RepoError::NotRemovable { .. })
-    ));
-    assert_eq!(repo.remove_lock(&listed).expect("listed"), Removal::Removed);
-    let own = repo
-        .seal_lock(&crate::hold::own_lock(false))
-        .expect("seals");
-    repo.store_lock(&own).expect("writes");
-    assert_eq!(repo.remove_lock(&own.id).expect("ours"), Removal::Removed);
-    assert_eq!(backend.inner().names(Kind::Lock), vec![later]);
-}
-
-#[test]
-fn entries_that_are_no_lock_files_are_foreign_kept_and_never_removed() {
-    let (repo, backend, key) = faulty_repository();
-    let lock = backend.inner().put_lock(&key, &lock_json("h", 1));
-    let dir = "d".repeat(64);
-    let link = "c".repeat(64);
-    let fifo = "b".repeat(64);
-    backend
-        .inner()
-        .put_entry(Kind::Lock, &dir, EntryKind::Directory, Vec::new());
-    let symlink = EntryKind::Other("a symbolic link");
-    backend
-        .inner()
-        .put_entry(Kind::Lock, &link, symlink, Vec::new());
-    backend
-        .inner()
-        .put_entry(Kind::Lock, &fifo, EntryKind::Other("a FIFO"), Vec::new());
-    let set = repo.read_locks().expect("reads");
-    assert_eq!(set.locks.len(), 1);
-    assert!(set.unreadable.is_empty(), "{:?}", set.unreadable);
-    let foreign: Vec<(&str, &str)> = set
-        .foreign
-        .iter()
-        .map(|f| (f.id.as_str(), f.what.as_str()))
-        .collect();
-    assert!(
-        foreign.contains(&(dir.as_str(), "a directory")),
-        "{foreign:?}"
-    );
-    assert!(
-        foreign.contains(&(link.as_str(), "a symbolic link")),
-        "{foreign:?}"
-    );
-    assert!(foreign.contains(&(fifo.as_str(), "a FIFO")), "{foreign:?}");
-    for id in [&dir, &link, &fifo] {
-        let refused = repo.remove_lock(id);
-        assert!(
-            matches!(refused, Err(RepoError::NotRemovable { .. })),
-            "{refused:?}"
-        );
-    }
-    assert_eq!(repo.remove_lock(&lock).expect("a lock"), Removal::Removed);
-    assert_eq!(backend.calls(Operation::Remove), 1);
-    assert_eq!(backend.inner().names(Kind::Lock).len(), 3);
-}
-
-#[test]
 fn a_locks_directory_that_is_no_directory_is_refused_whole() {
     for what in [
         EntryKind::Other("a symbolic link"),
@@ -488,76 +380,4 @@ fn a_look_elsewhere_that_fails_is_doubt_and_fails_the_read() {
         matches!(refused, Err(RepoError::Unreachable { .. })),
         "{refused:?}"
     );
-}
-
-#[test]
-fn a_failed_delete_is_decided_by_listing_again() {
-    let (repo, backend, key) = faulty_repository();
-    let gone = backend.inner().put_lock(&key, &lock_json("h", 1));
-    let stays = backend.inner().put_lock(&key, &lock_json("h", 2));
-    repo.read_locks().expect("reads");
-    // rclone answers the delete of a vanished file with a 500.
-    backend
-        .inner()
-        .remove(&gone)
-        .expect("someone else removes it");
-    for id in [&gone, &stays] {
-        backend.inject(
-            Fault::always(
-                Operation::Remove,
-                BackendError::Other("answered 500".into()),
-            )
-            .on(id),
-        );
-    }
-    let listings = backend.calls(Operation::List);
-    let outcomes = repo.remove_locks(&[gone.as_str(), stays.as_str()]);
-    assert_eq!(outcomes[0].as_ref().ok(), Some(&Removal::AlreadyGone));
-    assert!(outcomes[1].is_err(), "{:?}", outcomes[1]);
-    assert_eq!(
-        backend.calls(Operation::List) - listings,
-        1,
-        "one listing decides for both"
-    );
-}
-
-/// "Already gone" is the storage's word, and a listing decides it: a delete
-/// answered 404 (a proxy) for a file still listed is a failure.
-#[test]
-fn a_delete_answered_already_gone_is_checked_by_listing_again() {
-    let (repo, backend, key) = faulty_repository();
-    let stays = backend.inner().put_lock(&key, &lock_json("h", 1));
-    let gone = backend.inner().put_lock(&key, &lock_json("h", 2));
-    repo.read_locks().expect("reads");
-    backend.claim_gone(&stays);
-    backend.claim_gone(&gone);
-    backend
-        .inner()
-        .remove(&gone)
-        .expect("someone else removes it");
-    let outcomes = repo.remove_locks(&[stays.as_str(), gone.as_str()]);
-    let failure = outcomes[0].as_ref().expect_err("still listed");
-    assert!(failure.to_string().contains("still listed"), "{failure}");
-    assert_eq!(outcomes[1].as_ref().ok(), Some(&Removal::AlreadyGone));
-    assert!(backend.inner().names(Kind::Lock).contains(&stays));
-}
-
-/// A `locks/` swapped for a link after the listing (the storage would follow
-/// it) removes nothing: it is looked at again right before each delete.
-#[test]
-fn a_lock_directory_swapped_after_the_listing_removes_nothing() {
-    let (repo, backend, key) = faulty_repository();
-    let id = backend.inner().put_lock(&key, &lock_json("h", 1));
-    repo.read_locks().expect("reads");
-    backend
-        .inner()
-        .set_dir_kind(Kind::Lock, Some(EntryKind::Other("a symbolic link")));
-    let outcomes = repo.remove_locks(&[id.as_str()]);
-    assert!(
-        matches!(outcomes[0], Err(RepoError::NotLockDirectory { .. })),
-        "{:?}",
-        outcomes[0]
-    );
-    assert_eq!(backend.calls(Operation::Remove), 0);
-    assert!(backend.inner().names(Kind::Lock).contains(&id));
 }

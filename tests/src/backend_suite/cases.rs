@@ -2,15 +2,17 @@
 //! it through the real `lockwarden` binary, real `restic` and behind their
 //! backs, and panics with what it saw when a promise is broken.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::Storage;
-use super::storage::shell_quote;
-use crate::Finished;
+use super::storage::{cloud_prefix, shell_quote};
+use crate::adversary::{pair, verdict};
 use crate::guard::{Guarded, finish_guarded, wait_until};
-use crate::lock_writer::{LockSpec, LockWriter, time_from_now};
-use crate::restic::Holder;
+use crate::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
+use crate::restic::{Holder, PASSWORD, TestRepo};
+use crate::{Finished, parity};
 
 /// What a case found on one storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +40,7 @@ fn unlock(storage: &Storage, extra: &[&str]) -> Finished {
 }
 
 /// The locks restic lists (`restic list locks --no-lock`).
-fn restic_lock_ids(storage: &Storage) -> std::collections::BTreeSet<String> {
+fn restic_lock_ids(storage: &Storage) -> BTreeSet<String> {
     let out = storage.repo.restic(&["list", "locks", "--no-lock"]);
     assert_eq!(out.code, 0, "restic list locks: {out:?}");
     out.stdout.lines().map(str::to_owned).collect()
@@ -66,8 +68,8 @@ pub fn restic_locks(storage: &Storage) -> Verdict {
 /// A lock lockwarden writes (`hold`) appears whole, restic reads it and is
 /// kept out by it, and nothing of it is left afterwards.
 pub fn written_lock(storage: &Storage) -> Verdict {
-    if !storage.writable {
-        return NotApplicable("the emulator refuses object_store's uploads");
+    if !storage.properties.writable {
+        return NotApplicable("lockwarden cannot write a lock there");
     }
     let restic = format!(
         "env {} {}",
@@ -198,7 +200,7 @@ pub fn entries_that_are_no_files(storage: &Storage) -> Verdict {
         assert!(left.contains(name), "{name} was removed: {out:?}");
     }
     assert!(storage.files("keys").contains(&key), "the key file went");
-    if storage.shows_specials {
+    if storage.properties.shows_special_files {
         let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
         for name in [&fifo, &link, &sub] {
             let (action, rule) = crate::adversary::verdict(&doc, name);
@@ -271,12 +273,18 @@ pub fn odd_names(storage: &Storage) -> Verdict {
 const ODD_KEYS: [&str; 4] = ["locks//x", "locks/../x", "locks/./x", "locks/\u{1}x"];
 
 /// Azure blobs with odd names, as a listing page of Azurite's would hold
-/// them (under the repository's prefix `repo/`).
+/// them (under the repository's prefix).
 const AZURE_ODD_BLOBS: &str = concat!(
     "<Blobs>",
-    "<Blob><Name>repo/locks//x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
-    "<Blob><Name>repo/locks/../x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
-    "<Blob><Name>repo/locks/&#x1;x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
+    "<Blob><Name>",
+    cloud_prefix!(),
+    "/locks//x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
+    "<Blob><Name>",
+    cloud_prefix!(),
+    "/locks/../x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
+    "<Blob><Name>",
+    cloud_prefix!(),
+    "/locks/&#x1;x</Name><Properties><Last-Modified>Mon, 01 Jan 2024 00:00:00 GMT</Last-Modified><Content-Length>1</Content-Length><Content-Type>application/octet-stream</Content-Type></Properties></Blob>",
 );
 
 /// A lock removed, and (on a file system) one replaced by a directory
@@ -372,7 +380,7 @@ pub fn lock_directory_swapped_after_listing(storage: &Storage) -> Verdict {
     let Some(dir) = storage.fs().map(Path::to_owned) else {
         return NotApplicable("no file system of ours");
     };
-    if matches!(storage.name, "rest" | "rclone") {
+    if storage.properties.resolves_names_on_server {
         return NotApplicable("the server resolves names");
     }
     let stale = stale_lock(storage);
@@ -398,8 +406,7 @@ pub fn delete_answered_gone_while_the_file_stays(storage: &Storage) -> Verdict {
         return NotApplicable("not an HTTP backend");
     };
     let stale = stale_lock(storage);
-    // Azure deletes in a batch: `POST ...?comp=batch`.
-    let delete = if storage.name == "azure" {
+    let delete = if storage.properties.batch_delete {
         Filter::with_query("a batch delete", |method, _, query| {
             method == "POST" && query.contains("comp=batch")
         })
@@ -451,48 +458,36 @@ pub fn missing_repository(storage: &Storage) -> Verdict {
     Pass
 }
 
-/// A server that does not answer: exit 14.
+/// A server that does not answer (its address in the location, and in
+/// the variables, for a dead port): exit 14.
 pub fn unreachable(storage: &Storage) -> Verdict {
     let nowhere = format!("127.0.0.1:{}", crate::restic::free_port());
-    let out = match (&storage.http, storage.name) {
+    let out = match (&storage.http, &storage.server) {
         (Some(_), _) => finish_guarded(
             storage
                 .lockwarden_via(&nowhere, "check")
                 .args(["--timeout", "5s"]),
         ),
-        (None, "sftp") => {
-            let location = storage.repo.location.replace(
-                &format!("127.0.0.1:{}", sftp_port(&storage.repo.location)),
-                &nowhere,
-            );
+        (None, Some(server)) => {
+            let location = storage.repo.location.replace(server.as_str(), &nowhere);
             finish_guarded(
                 storage
                     .lockwarden_at(&location, "check", str::to_owned)
                     .args(["--timeout", "5s"]),
             )
         }
-        _ => return NotApplicable("no server to be unreachable"),
+        (None, None) => return NotApplicable("no server to be unreachable"),
     };
     assert_eq!(out.code, 14, "{out:?}");
     Pass
-}
-
-/// The port of an `sftp://user@127.0.0.1:PORT//path` location.
-fn sftp_port(location: &str) -> String {
-    location
-        .split("127.0.0.1:")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .expect("an sftp URL on 127.0.0.1")
-        .to_owned()
 }
 
 /// `restic unlock --remove-all` behind a `hold`'s back: the hold notices
 /// at its next refresh (whatever the storage answers its delete) and exits
 /// 11, having stopped its command.
 pub fn hold_notices_its_lock_removed(storage: &Storage) -> Verdict {
-    if !storage.writable {
-        return NotApplicable("the emulator refuses object_store's uploads");
+    if !storage.properties.writable {
+        return NotApplicable("lockwarden cannot write a lock there");
     }
     let mut command = storage.lockwarden("hold");
     command.args(["--refresh-interval", "1s", "--", "sleep", "300"]);
@@ -511,8 +506,8 @@ pub fn hold_notices_its_lock_removed(storage: &Storage) -> Verdict {
 /// Two `hold --exclusive` started together, round after round with random
 /// offsets: their commands never run at the same time.
 pub fn exclusive_holds_never_overlap(storage: &Storage) -> Verdict {
-    if !storage.writable {
-        return NotApplicable("the emulator refuses object_store's uploads");
+    if !storage.properties.writable {
+        return NotApplicable("lockwarden cannot write a lock there");
     }
     let marks = tempfile::tempdir().expect("temp dir");
     let mark = shell_quote(&marks.path().join("held").display().to_string());
@@ -564,18 +559,7 @@ pub fn denied(storage: &Storage) -> Verdict {
         return NotApplicable("not an HTTP backend");
     };
     let stale = stale_lock(storage);
-    let rest = storage.name == "rest";
-    // REST lists `GET .../locks/`; the object stores list with `GET
-    // /<bucket>?...` (Azure: `/<account>/<container>?...`): the bucket
-    // itself, with no repository path after it.
-    let listing = Filter::new("a listing", move |method, path| {
-        method == "GET"
-            && if rest {
-                path.ends_with("/keys/") || path.ends_with("/locks/")
-            } else {
-                !path.contains("/repo/") && !path.ends_with("/repo")
-            }
-    });
+    let listing = storage.properties.listing.of_any();
     // A lock file's read; GCS percent-encodes the object's slashes.
     let lock_read = Filter::new("a lock file's read", |method, path| {
         let path = path.replace("%2F", "/");
@@ -645,7 +629,7 @@ const HEADROOM_KIB: u64 = 128 << 10;
 /// A listing page, and an error body, of hundreds of MiB: refused (exit 1,
 /// and 13 for the refusal) with memory bounded, nothing removed.
 pub fn huge_bodies(storage: &Storage) -> Verdict {
-    use crate::fault_proxy::{Fault, FaultProxy, Filter};
+    use crate::fault_proxy::{Fault, FaultProxy};
     let Some(server) = storage.http.clone() else {
         return NotApplicable("not an HTTP backend");
     };
@@ -653,10 +637,7 @@ pub fn huge_bodies(storage: &Storage) -> Verdict {
     let cap = 4 << 30;
     let (honest, baseline) = crate::guard::finish_measured(&storage.lockwarden("check"), cap);
     assert_eq!(honest.code, 3, "{honest:?}");
-    let listing = || match storage.name {
-        "rest" => Filter::lock_listing(),
-        _ => Filter::object_lock_listing(),
-    };
+    let listing = || storage.properties.listing.of_locks();
     for (status, code) in [(200, 1), (403, 13)] {
         let huge = Fault::HugeBody {
             status,
@@ -676,5 +657,84 @@ pub fn huge_bodies(storage: &Storage) -> Verdict {
         storage.files("locks").contains(&stale),
         "a lock was removed"
     );
+    Pass
+}
+
+/// Minutes, in seconds.
+const MINUTE: i64 = 60;
+
+/// The reference scenario: a killed holder's lock and a 2 h old foreign lock
+/// are removed; a live `restic backup`'s lock and a young foreign lock are
+/// kept; restic's listing agrees, restic works afterwards, and no output
+/// shows a credential.
+pub fn reference_scenario(storage: &Storage) -> Verdict {
+    let repo = &storage.repo;
+    let secrets: Vec<&str> = storage.secrets.iter().copied().chain([PASSWORD]).collect();
+    let live = Holder::start(repo);
+    let dead = Holder::start(repo).kill();
+    let writer = LockWriter::new(repo);
+    let old = writer.write(LockSpec {
+        time: time_from_now(-120 * MINUTE),
+        hostname: "gone-host",
+        pid: 9,
+        exclusive: true,
+        encoding: Encoding::Zstd,
+    });
+    let young = writer.write(LockSpec {
+        time: time_from_now(-10 * MINUTE),
+        hostname: "other-host",
+        pid: 10,
+        ..LockSpec::default()
+    });
+
+    let out = finish_guarded(storage.lockwarden("check").arg("--json"));
+    out.assert_no_secret(&secrets);
+    let (code, doc) = out.json();
+    assert_eq!(code, 3, "{doc:#}");
+    assert_eq!(doc["repository"]["backend"], storage.backend);
+    assert_eq!(verdict(&doc, &dead), pair("remove", "process-dead"));
+    assert_eq!(verdict(&doc, &old), pair("remove", "expired"));
+    assert_eq!(verdict(&doc, &live.lock_id), pair("keep", "holder-alive"));
+    assert_eq!(verdict(&doc, &young), pair("keep", "fresh"));
+
+    let out = unlock(storage, &[]);
+    out.assert_no_secret(&secrets);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains(&format!("removed {}", &dead[..8])),
+        "{}",
+        out.stdout
+    );
+    let left = BTreeSet::from([live.lock_id.clone(), young.clone()]);
+    assert_eq!(repo.lock_ids(), left, "exactly the stale locks are gone");
+    assert_eq!(restic_lock_ids(storage), left, "restic sees the same");
+
+    drop(live);
+    storage.remove(&format!("locks/{young}"));
+    repo.assert_usable();
+    Pass
+}
+
+/// Parity with `restic unlock`: in this repository and in a sibling on the
+/// same storage, forged locks of every age around restic's 30 minutes and
+/// a killed restic's lock from another host, about which nothing is known.
+/// `lockwarden unlock` here keeps exactly what `restic unlock` keeps there;
+/// both keep the killed restic's (fresh) lock; restic works afterwards.
+pub fn parity_with_restic_unlock(storage: &Storage) -> Verdict {
+    let (ours, theirs) = (&storage.repo, storage.sibling());
+    let forge = |repo: &TestRepo| {
+        let restic_lock = Holder::start_on_host(repo, "parity-host").kill();
+        (restic_lock, parity::write_ages(&LockWriter::new(repo)))
+    };
+    let (our_restic_lock, our_ids) = forge(ours);
+    let (their_restic_lock, their_ids) = forge(&theirs);
+    let out = unlock(storage, &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    parity::restic_unlock_keeps_the_same(ours, &our_ids, &theirs, &their_ids);
+    assert!(ours.lock_ids().contains(&our_restic_lock), "{out:?}");
+    assert!(theirs.lock_ids().contains(&their_restic_lock));
+    let cleared = ours.restic(&["unlock", "--remove-all"]);
+    assert_eq!(cleared.code, 0, "{cleared:?}");
+    ours.assert_usable();
     Pass
 }

@@ -3,23 +3,41 @@
 //! `Backend` trait and of the repository layer above it (what may be
 //! removed, what a failed removal means, which exit code an error gets),
 //! and the hostile cases, run through the real binary and real restic
-//! against each real storage (`tests/e2e/backend_suite.rs`: one test per backend). The in-memory backend has
-//! the same cases as unit tests (`host-harness/src/repo/tests.rs`).
+//! against each real storage (`tests/e2e/backend_suite.rs`: one test per
+//! backend).
 //!
-//! A backend is done when it passes every case that applies to it; adding
-//! one means adding its [`Storage`] constructor and a test there.
+//! It has two tables. The promises that need neither the binary nor restic
+//! run first, in process and in milliseconds, against the in-memory backend
+//! (as a file system and as an object store) and the local backend, each
+//! behind the fault-injecting one (`host-harness/src/repo/backend/suite/`,
+//! in `cargo test -p lockwarden --lib`). This table holds what needs the
+//! binary, restic or a real server: exit codes, restic reading a lock
+//! lockwarden wrote, `hold`, requests a proxy refuses, redirects or answers
+//! with hundreds of MiB, and every case again on the real storage.
+//!
+//! No case names a backend: each asks the storage's [`Properties`]. Adding
+//! a backend: its [`Storage`] constructor (declaring its properties), and
+//! one line in `tests/e2e/backend_suite.rs`.
 
 pub mod cases;
 pub mod storage;
 
 pub use cases::Verdict;
-pub use storage::Storage;
+pub use storage::{Listing, Properties, Storage};
 
 /// One case: its name in the table, and what it does.
 pub type Case = (&'static str, fn(&Storage) -> Verdict);
 
 /// Every case, in the table's order.
-pub const CASES: [Case; 15] = [
+pub const CASES: [Case; 17] = [
+    (
+        "the reference scenario: exactly the stale locks removed",
+        cases::reference_scenario,
+    ),
+    (
+        "with no evidence, keeps what restic unlock keeps",
+        cases::parity_with_restic_unlock,
+    ),
     (
         "restic's locks judged as restic judges them",
         cases::restic_locks,

@@ -7,47 +7,133 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cloud::{Bucket, Store};
+use crate::fault_proxy::Filter;
 use crate::restic::{RestServer, TestRepo};
 use crate::sshd::Sshd;
+
+/// Where an object store's repository lies in its bucket: two levels
+/// deep, as a team's repositories often are.
+macro_rules! cloud_prefix {
+    () => {
+        "team/repo"
+    };
+}
+pub(super) use cloud_prefix;
 
 /// How an object goes under a raw key in one store.
 type PutRaw = fn(&Storage, &str, &[u8]);
 
+/// What a storage is like, as the cases ask it: the knobs of restic's
+/// `internal/backend/test` suite. No case names a backend; a case that
+/// behaves differently somewhere asks one of these.
+#[derive(Debug, Clone, Copy)]
+pub struct Properties {
+    /// The storage shows links, FIFOs and directories in `locks/` as they
+    /// are, and lockwarden judges them so (a file system it reads itself);
+    /// rclone (serving REST or `rclone:`) lists regular files only.
+    pub shows_special_files: bool,
+    /// The server resolves the names lockwarden sends on its own side
+    /// (rest-server, rclone): lockwarden cannot look at `locks/` itself
+    /// right before a delete.
+    pub resolves_names_on_server: bool,
+    /// Lockwarden can write a lock here (fake-gcs-server refuses the
+    /// uploads of object_store's GCS client).
+    pub writable: bool,
+    /// Lock files are deleted in one batch request (`POST ...?comp=batch`),
+    /// not one `DELETE` each.
+    pub batch_delete: bool,
+    /// How an HTTP storage is listed.
+    pub listing: Listing,
+}
+
+impl Default for Properties {
+    /// A storage that shows regular files only, resolves no names of its
+    /// own, is writable and deletes one file per request.
+    fn default() -> Self {
+        Properties {
+            shows_special_files: false,
+            resolves_names_on_server: false,
+            writable: true,
+            batch_delete: false,
+            listing: Listing::DirectoryPath,
+        }
+    }
+}
+
+/// How an HTTP storage is listed, which says what a proxy must pick out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    /// `GET .../locks/`: the directory's own path (restic's REST protocol).
+    DirectoryPath,
+    /// `GET /<bucket>?prefix=.../locks/`: the bucket, the directory in the
+    /// query (object stores; Azure `/<account>/<container>?...`).
+    PrefixQuery,
+}
+
+impl Listing {
+    /// A listing of `locks/`.
+    pub fn of_locks(self) -> Filter {
+        match self {
+            Listing::DirectoryPath => Filter::lock_listing(),
+            Listing::PrefixQuery => Filter::object_lock_listing(),
+        }
+    }
+
+    /// A listing of any directory lockwarden lists (`keys/` or `locks/`).
+    pub fn of_any(self) -> Filter {
+        let by_path = self == Listing::DirectoryPath;
+        Filter::new("a listing", move |method, path| {
+            method == "GET"
+                && if by_path {
+                    path.ends_with("/keys/") || path.ends_with("/locks/")
+                } else {
+                    // The bucket itself, no repository path after it.
+                    !path.contains("/repo/") && !path.ends_with("/repo")
+                }
+        })
+    }
+}
+
 /// One storage with a fresh restic repository on it.
 pub struct Storage {
-    /// The backend's name in the suite's table.
-    pub name: &'static str,
     /// The repository: what restic and lockwarden are given.
     pub repo: TestRepo,
+    /// The backend as lockwarden reports it (`repository.backend`).
+    pub backend: &'static str,
+    /// What lockwarden must never print about this storage (its
+    /// credentials), beside the repository's password.
+    pub secrets: &'static [&'static str],
+    /// What the storage is like.
+    pub properties: Properties,
     /// The repository's directory on this machine, where the backend
     /// serves one (local, SFTP, REST and rclone over a directory).
     pub dir: Option<PathBuf>,
-    /// Whether the backend shows lockwarden links, FIFOs and directories
-    /// in `locks/` as they are (local, SFTP); rclone (serving REST or
-    /// `rclone:`) lists regular files only.
-    pub shows_specials: bool,
     /// The server address that lockwarden's location and environment name,
     /// where lockwarden speaks HTTP to it: a proxy can take its place.
     pub http: Option<String>,
-    /// Whether lockwarden can write a lock here (fake-gcs-server refuses the
-    /// uploads of object_store's GCS client).
-    pub writable: bool,
+    /// The server address (`host:port`) the location names, where it is
+    /// not spoken to over HTTP (SSH): a dead port can take its place.
+    pub server: Option<String>,
     /// Puts an object under a raw key relative to the repository, for the
     /// keys no file system holds (`locks//x`).
     put_raw: Option<PutRaw>,
+    /// Makes another fresh repository on the same storage.
+    sibling: fn(&Storage) -> TestRepo,
     /// What must live as long as the storage (servers, buckets).
     _keep: Vec<Box<dyn std::any::Any>>,
 }
 
 impl Storage {
-    fn new(name: &'static str, repo: TestRepo) -> Storage {
+    fn new(backend: &'static str, repo: TestRepo, sibling: fn(&Storage) -> TestRepo) -> Storage {
         Storage {
-            name,
             repo,
+            backend,
+            secrets: &[],
+            sibling,
+            properties: Properties::default(),
             dir: None,
-            shows_specials: false,
             http: None,
-            writable: true,
+            server: None,
             put_raw: None,
             _keep: Vec::new(),
         }
@@ -59,8 +145,11 @@ impl Storage {
         let dir = repo.path.clone();
         Storage {
             dir: Some(dir),
-            shows_specials: true,
-            ..Storage::new("local", repo)
+            properties: Properties {
+                shows_special_files: true,
+                ..Properties::default()
+            },
+            ..Storage::new("local", repo, |_| TestRepo::init_local())
         }
     }
 
@@ -73,8 +162,14 @@ impl Storage {
         Storage {
             dir: Some(dir),
             http: Some(server.addr().to_owned()),
+            properties: Properties {
+                resolves_names_on_server: true,
+                ..Properties::default()
+            },
             _keep: vec![Box::new(server), Box::new(root)],
-            ..Storage::new("rest", repo)
+            ..Storage::new("rest", repo, |s| {
+                s.kept::<RestServer>().init_repo("sibling")
+            })
         }
     }
 
@@ -84,7 +179,11 @@ impl Storage {
         let dir = repo.path.clone();
         Storage {
             dir: Some(dir),
-            ..Storage::new("rclone", repo)
+            properties: Properties {
+                resolves_names_on_server: true,
+                ..Properties::default()
+            },
+            ..Storage::new("rclone", repo, |_| TestRepo::init_over_rclone())
         }
     }
 
@@ -95,33 +194,52 @@ impl Storage {
         let dir = repo.path.clone();
         Storage {
             dir: Some(dir),
-            shows_specials: true,
+            server: Some(format!("127.0.0.1:{}", sshd.port)),
+            properties: Properties {
+                shows_special_files: true,
+                ..Properties::default()
+            },
             _keep: vec![Box::new(sshd)],
-            ..Storage::new("sftp", repo)
+            ..Storage::new("sftp", repo, |s| s.kept::<Sshd>().init_repo("sibling"))
         }
     }
 
     /// A fresh bucket (container) of an object-store emulator.
     pub fn cloud(store: Store) -> Storage {
         let bucket = store.new_bucket();
-        let repo = bucket.init_repo("repo");
-        let (name, put_raw): (&'static str, Option<PutRaw>) = match store {
+        let repo = bucket.init_repo(cloud_prefix!());
+        let (backend, put_raw): (&'static str, Option<PutRaw>) = match store {
             Store::S3 => ("s3", Some(put_raw_s3)),
             Store::Azure => ("azure", None),
             Store::Gcs => ("gs", Some(put_raw_gcs)),
         };
         Storage {
+            secrets: store.secrets(),
             http: Some(bucket.addr().to_owned()),
-            writable: store != Store::Gcs,
+            properties: Properties {
+                writable: store != Store::Gcs,
+                batch_delete: store == Store::Azure,
+                listing: Listing::PrefixQuery,
+                ..Properties::default()
+            },
             put_raw,
             _keep: vec![Box::new(bucket)],
-            ..Storage::new(name, repo)
+            ..Storage::new(backend, repo, |s| s.kept::<Bucket>().init_repo("sibling"))
         }
     }
 
-    /// The bucket, for an object store.
-    fn bucket(&self) -> Option<&Bucket> {
-        self._keep.iter().find_map(|k| k.downcast_ref::<Bucket>())
+    /// What the storage keeps alive of type `T` (its server, its bucket).
+    fn kept<T: 'static>(&self) -> &T {
+        self._keep
+            .iter()
+            .find_map(|k| k.downcast_ref::<T>())
+            .expect("kept by this storage")
+    }
+
+    /// Another fresh repository on the same storage (the same server or
+    /// bucket where there is one).
+    pub fn sibling(&self) -> TestRepo {
+        (self.sibling)(self)
     }
 
     /// Writes `bytes` at `path` (relative to the repository), behind
@@ -290,13 +408,14 @@ pub fn shell_quote(text: &str) -> String {
 }
 
 /// moto takes any request as signed: a plain path-style PUT of the key
-/// under the repository's prefix (`repo/`), percent-encoded as S3 wants it.
+/// under the repository's prefix, percent-encoded as S3 wants it.
 fn put_raw_s3(storage: &Storage, key: &str, bytes: &[u8]) {
-    let bucket = storage.bucket().expect("an S3 bucket");
+    let bucket = storage.kept::<Bucket>();
     let url = format!(
-        "http://{}/{}/repo/{}",
+        "http://{}/{}/{}/{}",
         bucket.addr(),
         bucket.name,
+        cloud_prefix!(),
         percent_encode(key)
     );
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -316,8 +435,8 @@ fn put_raw_s3(storage: &Storage, key: &str, bytes: &[u8]) {
 
 /// fake-gcs-server takes JSON-API media uploads without credentials.
 fn put_raw_gcs(storage: &Storage, key: &str, bytes: &[u8]) {
-    let bucket = storage.bucket().expect("a GCS bucket");
-    let name = format!("repo/{key}");
+    let bucket = storage.kept::<Bucket>();
+    let name = format!("{}/{key}", cloud_prefix!());
     let url = format!(
         "http://{}/upload/storage/v1/b/{}/o?uploadType=media&name={}",
         bucket.addr(),

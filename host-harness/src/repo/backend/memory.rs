@@ -128,6 +128,21 @@ impl MemoryBackend {
         id
     }
 
+    /// The bytes stored under `name`, of any kind, read as the storage
+    /// holds them (no limit, no check of the name).
+    pub fn get(&self, kind: Kind, name: &str) -> Option<Vec<u8>> {
+        let name = if kind == Kind::Config { "" } else { name };
+        self.lock()
+            .get(&(kind, name.to_owned()))
+            .map(|stored| stored.bytes.clone())
+    }
+
+    /// Removes whatever is stored under `name`, of any kind.
+    pub fn delete(&self, kind: Kind, name: &str) {
+        let name = if kind == Kind::Config { "" } else { name };
+        self.lock().remove(&(kind, name.to_owned()));
+    }
+
     /// The names of the files of `kind`.
     pub fn names(&self, kind: Kind) -> Vec<String> {
         self.lock()

@@ -25,6 +25,8 @@ mod rest;
 mod restic_cli;
 pub(crate) mod s3;
 mod sftp;
+#[cfg(test)]
+mod suite;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
