@@ -104,9 +104,12 @@ pub const WEBHOOK_RESPONSE: u64 = 64 * 1024;
 /// What a notification hook command may print (it is discarded); more and
 /// it is stopped.
 pub const HOOK_OUTPUT: u64 = 64 * 1024;
-/// Notifications waiting to be sent, per repository: more are dropped (and
-/// counted), so a slow receiver never holds up a check.
+/// Notifications waiting to be sent, per repository and sink: more are
+/// dropped (and counted), so a slow receiver never holds up a check.
 pub const NOTIFY_QUEUE: usize = 64;
+/// Threads sending notifications, shared by every repository of a watch:
+/// as many sinks can hang at once before the others wait.
+pub const NOTIFY_SENDERS: usize = 8;
 /// Lock and file ids (and holders) a repository remembers having notified
 /// about; pruned at every check to those still present.
 pub const NOTIFIED_IDS: usize = LISTING_ENTRIES;

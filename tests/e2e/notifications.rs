@@ -525,3 +525,76 @@ fn a_webhook_with_credentials_is_refused_at_start() {
     out.assert_exit(2, "must not hold credentials");
     assert!(!out.stderr.contains("URL-SECRET"), "{}", out.stderr);
 }
+
+/// The threads of process `pid` (its entries in /proc/PID/task).
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| tasks.count())
+        .unwrap_or(0)
+}
+
+/// 5,000 repositories with a global webhook: every one's event reaches the
+/// webhook, sent by the one dispatcher's few senders, and the process's
+/// thread count stays that of the workers (it was one sender thread per
+/// repository, 5,000 more).
+#[test]
+fn five_thousand_repositories_with_a_global_webhook_keep_the_threads_flat() {
+    const REPOSITORIES: usize = 5000;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let password = dir.path().join("password");
+    std::fs::write(&password, PASSWORD).expect("write");
+    let server = WebhookServer::start(Answer::Status(204));
+    // Repositories that do not exist: each check fails at once, and the
+    // first failure is an event (failing_after = 1).
+    let repositories: String = (0..REPOSITORIES)
+        .map(|i| {
+            format!(
+                "[[repository]]\nname = \"r{i}\"\nrepository = \"{}\"\npassword_file = \"{}\"\ninterval = \"1h\"\n\n",
+                dir.path().join(format!("missing-{i}")).display(),
+                password.display()
+            )
+        })
+        .collect();
+    let config = dir.path().join("watch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir = \"{}\"\n\n[notify]\nwebhook = \"{}\"\nfailing_after = 1\n\n{repositories}",
+            dir.path().join("state").display(),
+            server.url("/")
+        ),
+    )
+    .expect("write config");
+    let guarded = Guarded::spawn(
+        lockwarden(&dir.path().join("cache"))
+            .args(["watch", "--config"])
+            .arg(&config)
+            .env_remove("RESTIC_PASSWORD"),
+    );
+    let mut most = 0;
+    wait_until("every repository's event at the webhook", || {
+        most = most.max(threads_of(guarded.pid()));
+        of_kind(&server.events(), "checks_failing").len() >= REPOSITORIES
+    });
+    let threads = threads_of(guarded.pid()).max(most);
+    eprintln!("{REPOSITORIES} repositories, a global webhook: at most {threads} threads");
+    // 32 workers, 8 senders at most, main, signals, the I/O runtime's
+    // few: far below one per repository.
+    assert!(threads < 100, "{threads} threads");
+    let names: std::collections::BTreeSet<String> = of_kind(&server.events(), "checks_failing")
+        .iter()
+        .map(|e| {
+            e["repository"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(names.len(), REPOSITORIES, "each repository's event, once");
+    assert_eq!(server.requests().len(), REPOSITORIES, "at most once each");
+    guarded.signal("TERM");
+    let out = guarded
+        .wait_within(STOP_GUARD)
+        .unwrap_or_else(|out| panic!("watch did not stop: {out:?}"));
+    assert_eq!(out.code, 0, "{out:?}");
+}

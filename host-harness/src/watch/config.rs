@@ -58,7 +58,7 @@ use crate::time::parse_duration;
 
 use super::discover::{DiscoverEntry, Discovery, Owner, Template};
 use super::leader::LeaderEntry;
-use super::notify::settings::{NotifyConfig, NotifySettings};
+use super::notify::settings::{NotifyConfig, NotifyProblem, NotifySettings};
 
 /// Why a watch configuration is refused: the file, then the problem. Never
 /// quotes the file (it may hold a password command).
@@ -96,7 +96,7 @@ pub enum ConfigProblem {
     Discover(String),
     /// The global `[notify]` table is refused.
     #[error(", [notify]: {0}")]
-    Notify(String),
+    Notify(NotifyProblem),
     /// One repository's entry is wrong.
     #[error(", repository `{}`: {problem}", escape(name))]
     Repository {
@@ -133,7 +133,7 @@ pub enum RepositoryProblem {
     Evidence(#[from] EvidenceError),
     /// Its `notify` table is refused.
     #[error("notify: {0}")]
-    Notify(String),
+    Notify(NotifyProblem),
     /// Its variable prefix is not one.
     #[error("env_prefix must be upper-case letters, digits and `_` (like `OFFSITE_`)")]
     EnvPrefix,

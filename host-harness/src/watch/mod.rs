@@ -246,12 +246,14 @@ pub struct Watched {
 }
 
 impl Watched {
-    /// `config`, to be checked with `warden` until `stop`.
+    /// `config`, to be checked with `warden` until `stop`, its events
+    /// sent through `dispatcher`, the run's one.
     pub fn new(
         config: WatchedRepository,
         warden: Warden,
         shared: &Shared,
         stop: Arc<Stop>,
+        dispatcher: &notify::dispatch::Dispatcher,
     ) -> Self {
         let notifier = Notifier::start(
             &config.name,
@@ -259,7 +261,7 @@ impl Watched {
             config.owner.clone(),
             &shared.kubernetes,
             config.settings.secrets(),
-            shared.metrics.clone(),
+            dispatcher,
         );
         tracing::info!(
             repository = %escape(&config.name),

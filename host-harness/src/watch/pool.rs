@@ -14,6 +14,7 @@ use super::discover::{
 };
 use super::fair_share;
 use super::metrics::NotWatched;
+use super::notify::dispatch::Dispatcher;
 use super::notify::kubernetes::KubernetesSink;
 use super::schedule::Schedule;
 use super::{Shared, WatchError, Watched, leader, load_once};
@@ -58,12 +59,15 @@ pub struct Pool {
     /// Why each unusable object was last refused, so a reason is logged
     /// and told when it changes, not at every round.
     refused: HashMap<String, Refusal>,
+    /// Sends every repository's notifications.
+    dispatcher: Dispatcher,
 }
 
 impl Pool {
     /// An empty pool, its repositories checked on `schedule`.
     pub fn new(shared: Arc<Shared>, schedule: Arc<Schedule>) -> Pool {
         Pool {
+            dispatcher: Dispatcher::new(shared.metrics.clone()),
             shared,
             schedule,
             policies: HashMap::new(),
@@ -113,7 +117,7 @@ impl Pool {
                 namespace: repo.owner.as_ref().map(|o| o.namespace.clone()),
             },
         );
-        let watched = Watched::new(repo, warden, &self.shared, stop);
+        let watched = Watched::new(repo, warden, &self.shared, stop, &self.dispatcher);
         self.schedule.add(watched);
     }
 
@@ -311,7 +315,7 @@ impl Pool {
                 tracing::warn!(
                     "cannot post the Event of a refused object {}: {}",
                     escape(&refusal.owner.label()),
-                    escape(&e)
+                    escape(&e.to_string())
                 );
             }
         }

@@ -7,6 +7,24 @@ use std::time::Duration;
 
 use crate::command::{CommandError, run_with_stdin, shell};
 use crate::limits;
+use std::process::ExitStatus;
+
+/// Why a hook command failed (never its command line, which may hold a
+/// secret).
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    /// It could not be run to its end.
+    #[error(transparent)]
+    Run(#[from] CommandError),
+    /// It exited unsuccessfully.
+    #[error("{status}: {stderr}")]
+    Exit {
+        /// How it exited.
+        status: ExitStatus,
+        /// The first line of its stderr, escaped.
+        stderr: String,
+    },
+}
 
 /// A hook command ready to run.
 pub struct HookSink {
@@ -22,19 +40,21 @@ impl HookSink {
 
     /// Runs the command with `body` on stdin; the error says how it failed
     /// (never the command line, which may hold a secret).
-    pub fn deliver(&self, body: &[u8]) -> Result<(), String> {
+    pub fn deliver(&self, body: &[u8]) -> Result<(), HookError> {
         let mut command = shell(&self.command);
         // Only what a program needs to run: lockwarden's environment holds
         // every repository's secrets (passwords, storage keys).
         command
             .env_clear()
             .envs(std::env::vars_os().filter(|(name, _)| passed_on(&name.to_string_lossy())));
-        let output = run_with_stdin(command, body.to_vec(), self.timeout, limits::HOOK_OUTPUT)
-            .map_err(|e: CommandError| e.to_string())?;
+        let output = run_with_stdin(command, body.to_vec(), self.timeout, limits::HOOK_OUTPUT)?;
         if output.status.success() {
             Ok(())
         } else {
-            Err(format!("{}: {}", output.status, output.stderr_line()))
+            Err(HookError::Exit {
+                status: output.status,
+                stderr: output.stderr_line(),
+            })
         }
     }
 }
@@ -66,7 +86,7 @@ mod tests {
             br#"{"event":"recovered"}"#
         );
         let failing = HookSink::new("echo nope >&2; exit 3".into(), Duration::from_secs(10));
-        let err = failing.deliver(b"{}").expect_err("exit 3");
+        let err = failing.deliver(b"{}").expect_err("exit 3").to_string();
         assert!(
             err.contains("exit status: 3") && err.contains("nope"),
             "{err}"
@@ -85,6 +105,11 @@ mod tests {
         assert!(!seen.contains("CARGO_MANIFEST_DIR="), "{seen}");
         let hung = HookSink::new("sleep 1000".into(), Duration::from_millis(200));
         let err = hung.deliver(b"{}").expect_err("killed");
+        assert!(
+            matches!(err, HookError::Run(CommandError::TimedOut(_))),
+            "{err:?}"
+        );
+        let err = err.to_string();
         assert!(err.contains("timed out"), "{err}");
     }
 }

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{Event as KubeEvent, EventSource, ObjectReferenc
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::event::{Event, EventKind};
-use crate::kubernetes::{Connection, is_object_name, timestamp};
+use crate::kubernetes::{Connection, KubeError, is_object_name, timestamp};
 use crate::watch::discover::Owner;
 
 /// The longest message an Event carries (the API's limit, in bytes).
@@ -19,6 +19,23 @@ const MESSAGE: usize = 1024;
 const NAME: usize = 253;
 /// The longest `reportingInstance` the API takes.
 const REPORTING_INSTANCE: usize = 128;
+
+/// Why an Event was not created (never a credential).
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    /// The object's namespace is no name the API gives.
+    #[error("its namespace is not a name the API gives")]
+    Namespace,
+    /// No Event name can be made of the object's.
+    #[error("its object's name gives no Event name the API takes")]
+    Name,
+    /// The Event cannot be serialized.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// The API refused it, or could not be reached.
+    #[error(transparent)]
+    Api(#[from] KubeError),
+}
 
 /// Events on one object.
 pub struct KubernetesSink {
@@ -40,7 +57,7 @@ impl KubernetesSink {
 
     /// Creates the Event for `event`; `None` when it is not one of this
     /// sink's kinds. The error says why (never a credential).
-    pub fn deliver(&self, event: &Event) -> Option<Result<(), String>> {
+    pub fn deliver(&self, event: &Event) -> Option<Result<(), EventError>> {
         let (reason, kind) = match event.event {
             EventKind::LockRemoved => ("StaleLockRemoved", "Normal"),
             EventKind::StaleLockKept => ("StaleLockKept", "Warning"),
@@ -51,19 +68,17 @@ impl KubernetesSink {
         Some(self.create(reason, kind, event))
     }
 
-    fn create(&self, reason: &str, kind: &str, event: &Event) -> Result<(), String> {
+    fn create(&self, reason: &str, kind: &str, event: &Event) -> Result<(), EventError> {
         if !is_object_name(&self.owner.namespace) {
-            return Err("its namespace is not a name the API gives".into());
+            return Err(EventError::Namespace);
         }
         let instance = crate::evidence::hostname().unwrap_or_default();
         let body = self.body(reason, kind, event, &instance, crate::time::now())?;
-        let body = serde_json::to_value(&body).map_err(|e| e.to_string())?;
-        let client = self.kubernetes.client().map_err(|e| e.to_string())?;
+        let body = serde_json::to_value(&body)?;
+        let client = self.kubernetes.client()?;
         let path = format!("/api/v1/namespaces/{}/events", self.owner.namespace);
-        client
-            .send::<serde_json::Value>(self.timeout, "POST", &path, Some(&body))
-            .map(drop)
-            .map_err(|e| e.to_string())
+        client.send::<serde_json::Value>(self.timeout, "POST", &path, Some(&body))?;
+        Ok(())
     }
 
     /// The Event of `event` (whose message is escaped already,
@@ -79,12 +94,12 @@ impl KubernetesSink {
         event: &Event,
         instance: &str,
         now: i64,
-    ) -> Result<KubeEvent, String> {
+    ) -> Result<KubeEvent, EventError> {
         let owner = &self.owner;
         let base = cut_to(&owner.name, NAME - event.id.len() - 1).trim_end_matches(['.', '-']);
         let name = format!("{base}.{}", event.id);
         if !is_object_name(&name) {
-            return Err("its object's name gives no Event name the API takes".into());
+            return Err(EventError::Name);
         }
         let mut message = event.message.clone();
         crate::text::cut(&mut message, MESSAGE - '…'.len_utf8());
@@ -132,7 +147,7 @@ fn cut_to(text: &str, max: usize) -> &str {
 impl KubernetesSink {
     /// Creates a `RepositoryNotWatched` Event saying `why` the object's
     /// repository is not watched (discovery's refusal, never a secret).
-    pub fn not_watched(&self, why: &str) -> Result<(), String> {
+    pub fn not_watched(&self, why: &str) -> Result<(), EventError> {
         let repository = super::event::RepositoryRef {
             name: self.owner.label(),
             id: None,

@@ -5,7 +5,8 @@
 //! - [`event`]: the events and their JSON (schema `lockwarden.event.v1`);
 //! - [`tracker`]: which events a check gives rise to, each sent once;
 //! - [`settings`]: the configuration's `notify` tables;
-//! - [`webhook`] and [`hook`]: the sinks.
+//! - [`dispatch`]: the queues and the sender threads every repository shares;
+//! - [`webhook`], [`hook`] and [`kubernetes`]: the sinks.
 //!
 //! An event's message is escaped once, when it is dispatched
 //! ([`crate::text::escape`]: control characters, bidirectional overrides):
@@ -14,12 +15,15 @@
 //! escaped by JSON itself.
 //!
 //! Each event is one log line (`event = ...` among its fields) and, when the
-//! repository has sinks and the kind is not filtered out, is handed to the
-//! repository's sender thread through a bounded queue. A full queue drops
-//! the event (logged, counted in `lockwarden_notifications_dropped_total`):
-//! a slow or hung receiver never delays a check. Delivery is at most once
-//! per event.
+//! repository has sinks and the kind is not filtered out, is queued for each
+//! of its sinks in the run's one [`dispatch::Dispatcher`]: a fixed set of
+//! sender threads, shared by every repository, and a bounded queue per sink.
+//! A repository's full share of a queue drops the event for that sink
+//! (logged, counted in `lockwarden_notifications_dropped_total`): a slow or
+//! hung receiver never delays a check. Delivery is at most once per event
+//! and sink.
 
+pub mod dispatch;
 pub mod event;
 pub mod hook;
 pub mod kubernetes;
@@ -28,17 +32,14 @@ pub mod tracker;
 pub mod webhook;
 
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
+use dispatch::{Dispatcher, Route};
 use event::Event;
-use hook::HookSink;
-use kubernetes::KubernetesSink;
 use settings::NotifySettings;
 use tracker::Tracker;
-use webhook::WebhookSink;
 
 use super::discover::Owner;
-use super::metrics::{Metrics, Repo, RepoSinkResult};
+use super::metrics::{Metrics, Repo};
 use crate::kubernetes::Connection;
 use crate::limits;
 use crate::repo::lockfile::short;
@@ -49,17 +50,19 @@ use crate::warden::Report;
 pub struct Notifier {
     settings: NotifySettings,
     tracker: Tracker,
-    queue: Option<SyncSender<Event>>,
+    /// Its sinks, none when events go to the log only.
+    routes: Vec<Route>,
+    dispatcher: Dispatcher,
     metrics: Arc<Metrics>,
-    name: String,
+    name: Arc<str>,
     hidden: Vec<String>,
 }
 
 impl Notifier {
-    /// The notifier of repository `name`; starts its sender thread when
-    /// `settings` has sinks or the repository has an `owner` (a discovered
-    /// one, whose events become Kubernetes Events on that object, posted
-    /// through `kubernetes`, the client handed down). No text
+    /// The notifier of repository `name`, its events queued in
+    /// `dispatcher` for the sinks of `settings` and, for a discovered
+    /// repository (one with an `owner`), for Kubernetes Events on that
+    /// object, posted through `kubernetes`, the client handed down. No text
     /// in `hidden` (the repository's location, as written and redacted, and
     /// a discovered one's password and storage variables) ever leaves in an
     /// event: it is replaced by the repository's name.
@@ -69,21 +72,15 @@ impl Notifier {
         owner: Option<Owner>,
         kubernetes: &Connection,
         hidden: Vec<String>,
-        metrics: Arc<Metrics>,
+        dispatcher: &Dispatcher,
     ) -> Notifier {
-        let queue = (settings.has_sinks() || owner.is_some()).then(|| {
-            let (tx, rx) = sync_channel(limits::NOTIFY_QUEUE);
-            let sinks = Sinks::of(&settings, owner, kubernetes);
-            let (metrics, name) = (metrics.clone(), name.to_owned());
-            std::thread::spawn(move || send_all(&rx, &sinks, &metrics, &name));
-            tx
-        });
         Notifier {
             tracker: Tracker::new(name),
+            routes: dispatcher.routes(&settings, owner, kubernetes),
             settings,
-            queue,
-            metrics,
-            name: name.to_owned(),
+            dispatcher: dispatcher.clone(),
+            metrics: dispatcher.metrics(),
+            name: name.into(),
             hidden: hidden.into_iter().filter(|h| h.len() > 1).collect(),
         }
     }
@@ -111,13 +108,10 @@ impl Notifier {
         for mut event in events {
             self.seal(&mut event);
             log(&event);
-            let Some(queue) = &self.queue else { continue };
-            if !self.settings.events.contains(&event.event) {
+            if self.routes.is_empty() || !self.settings.events.contains(&event.event) {
                 continue;
             }
-            if queue.try_send(event).is_err() {
-                dropped += 1;
-            }
+            dropped += self.dispatcher.enqueue(&self.name, event, &self.routes);
         }
         if dropped > 0 {
             // Once per check, however many: junk files by the thousand must
@@ -125,7 +119,7 @@ impl Notifier {
             self.metrics
                 .notifications_dropped
                 .get_or_create(&Repo {
-                    repository: self.name.clone(),
+                    repository: self.name.to_string(),
                 })
                 .inc_by(dropped);
             tracing::warn!(
@@ -189,72 +183,6 @@ fn log(event: &Event) {
     }
 }
 
-/// Where one repository's events go.
-struct Sinks {
-    webhook: Option<WebhookSink>,
-    hook: Option<HookSink>,
-    kubernetes: Option<KubernetesSink>,
-}
-
-impl Sinks {
-    fn of(settings: &NotifySettings, owner: Option<Owner>, kubernetes: &Connection) -> Sinks {
-        let events = |owner| KubernetesSink::new(owner, kubernetes.clone(), settings.timeout);
-        Sinks {
-            kubernetes: owner.map(events),
-            webhook: settings
-                .webhook
-                .clone()
-                .map(|w| WebhookSink::new(w, settings.timeout, settings.retries)),
-            hook: settings
-                .command
-                .clone()
-                .map(|c| HookSink::new(c, settings.timeout)),
-        }
-    }
-}
-
-/// The sender thread: delivers each queued event to every sink, one event
-/// at a time, until the repository's thread is gone.
-fn send_all(queue: &Receiver<Event>, sinks: &Sinks, metrics: &Metrics, name: &str) {
-    while let Ok(event) = queue.recv() {
-        let body = event.to_json();
-        let kind = event.event.name();
-        // Counts what became of the event at `sink`, logging a failure.
-        let outcome = |sink: &str, failed: &str, result: Result<(), String>| {
-            metrics
-                .notifications_sent
-                .get_or_create(&RepoSinkResult {
-                    repository: name.to_owned(),
-                    sink: sink.into(),
-                    result: if result.is_ok() { "ok" } else { "failed" }.into(),
-                })
-                .inc();
-            if let Err(why) = result {
-                tracing::warn!(
-                    repository = %escape(name),
-                    event = kind,
-                    "{failed}: {}",
-                    escape(&why)
-                );
-            }
-        };
-        if let Some(webhook) = &sinks.webhook {
-            let failed = format!("webhook {}: not delivered", webhook.shown());
-            outcome("webhook", &failed, webhook.deliver(&event.id, &body));
-        }
-        if let Some(hook) = &sinks.hook {
-            outcome(
-                "command",
-                "notification command failed",
-                hook.deliver(&body),
-            );
-        }
-        if let Some(result) = sinks.kubernetes.as_ref().and_then(|k| k.deliver(&event)) {
-            outcome("kubernetes", "Kubernetes Event not created", result);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,7 +198,7 @@ mod tests {
             None,
             &Connection::none(),
             vec!["pa\\ss\nword".into()],
-            Arc::new(Metrics::new()),
+            &Dispatcher::new(Arc::new(Metrics::new())),
         );
         let mut event = Event::new(EventKind::ChecksFailing, 0, &RepositoryRef::default());
         event.message = "lock (root\n@e\u{1b}[2J\u{202e}x) with pa\\ss\nword".into();

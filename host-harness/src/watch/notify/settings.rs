@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::event::EventKind;
-use crate::files::read_regular_file;
+use crate::files::{ReadError, read_regular_file};
 use crate::limits;
 use crate::text::escape;
 use crate::time::parse_duration;
@@ -25,6 +25,77 @@ pub const MAX_RETRIES: u32 = 10;
 pub const DEFAULT_HELD_LONGER_THAN: Duration = Duration::from_secs(6 * 3600);
 /// Default consecutive failed checks that make `checks_failing` fire.
 pub const DEFAULT_FAILING_AFTER: u32 = 3;
+
+/// Why a `notify` table is refused; never more of a webhook's URL than its
+/// scheme and host, nor anything of its token.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyProblem {
+    /// A duration that is not one, or zero.
+    #[error("{key} `{}` is not a positive duration", escape(.text))]
+    Duration {
+        /// The key.
+        key: &'static str,
+        /// What was written.
+        text: String,
+    },
+    /// The webhook is no URL.
+    #[error("webhook is not a URL (http://HOST/PATH or https://HOST/PATH)")]
+    NotUrl,
+    /// The webhook's scheme is neither http nor https.
+    #[error("webhook must be an http:// or https:// URL")]
+    Scheme,
+    /// The webhook names no host.
+    #[error("webhook has no host")]
+    NoHost,
+    /// The webhook's URL holds `user:password@`.
+    #[error(
+        "webhook must not hold credentials (user:password@); put a bearer token in webhook_token_file"
+    )]
+    Credentials,
+    /// A token file, but no webhook.
+    #[error("webhook_token_file without a webhook")]
+    TokenWithoutWebhook,
+    /// The token file cannot be used.
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    /// The command is blank.
+    #[error("command is empty")]
+    EmptyCommand,
+    /// Too many retries.
+    #[error("retries {0} is more than {MAX_RETRIES}")]
+    Retries(u32),
+    /// `failing_after = 0`.
+    #[error("failing_after must be at least 1")]
+    FailingAfter,
+}
+
+/// Why a webhook's token file cannot be used; names the file, never its
+/// content.
+#[derive(Debug, thiserror::Error)]
+#[error("webhook_token_file {}: {problem}", escape(&.file.display().to_string()))]
+pub struct TokenError {
+    /// The file.
+    pub file: PathBuf,
+    /// What is wrong with it.
+    pub problem: TokenProblem,
+}
+
+/// What is wrong with a token file.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenProblem {
+    /// It cannot be read (within [`limits::WEBHOOK_TOKEN`]).
+    #[error("it {0}")]
+    Read(#[from] ReadError),
+    /// It is not UTF-8.
+    #[error("it is not text")]
+    NotText,
+    /// It holds only white space.
+    #[error("it is empty")]
+    Empty,
+    /// It is not one header value.
+    #[error("the token must be one line of visible ASCII characters")]
+    NotOneLine,
+}
 
 /// A `[notify]` table (global) or a repository's `notify = { ... }`, as
 /// written. A repository's table replaces the global one whole.
@@ -53,7 +124,7 @@ pub struct NotifyConfig {
 }
 
 /// A webhook, checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Webhook {
     /// The URL (may hold a secret in its path or query: never printed).
     pub url: String,
@@ -109,13 +180,16 @@ impl NotifyConfig {
     /// credentials, a readable token file, positive durations, bounded
     /// retries. Messages never show more of the URL than scheme and host,
     /// nor anything of the token.
-    pub fn settings(&self) -> Result<NotifySettings, String> {
+    pub fn settings(&self) -> Result<NotifySettings, NotifyProblem> {
         let defaults = NotifySettings::default();
-        let duration = |key: &str, text: &Option<String>, default: Duration| match text {
+        let duration = |key: &'static str, text: &Option<String>, default: Duration| match text {
             Some(text) => parse_duration(text)
                 .ok()
                 .filter(|d| !d.is_zero())
-                .ok_or_else(|| format!("{key} `{}` is not a positive duration", escape(text))),
+                .ok_or_else(|| NotifyProblem::Duration {
+                    key,
+                    text: text.clone(),
+                }),
             None => Ok(default),
         };
         let webhook = match &self.webhook {
@@ -125,7 +199,7 @@ impl NotifyConfig {
                 token_file: self.webhook_token_file.clone(),
             }),
             None if self.webhook_token_file.is_some() => {
-                return Err("webhook_token_file without a webhook".into());
+                return Err(NotifyProblem::TokenWithoutWebhook);
             }
             None => None,
         };
@@ -133,15 +207,15 @@ impl NotifyConfig {
             read_token(file)?;
         }
         if self.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
-            return Err("command is empty".into());
+            return Err(NotifyProblem::EmptyCommand);
         }
         let retries = self.retries.unwrap_or(defaults.retries);
         if retries > MAX_RETRIES {
-            return Err(format!("retries {retries} is more than {MAX_RETRIES}"));
+            return Err(NotifyProblem::Retries(retries));
         }
         let failing_after = self.failing_after.unwrap_or(defaults.failing_after);
         if failing_after == 0 {
-            return Err("failing_after must be at least 1".into());
+            return Err(NotifyProblem::FailingAfter);
         }
         Ok(NotifySettings {
             webhook,
@@ -164,25 +238,18 @@ impl NotifyConfig {
 
 /// Checks a webhook URL; returns the part that may be shown,
 /// `scheme://host[:port]`.
-fn check_url(url: &str) -> Result<String, String> {
-    let uri: ureq::http::Uri = url
-        .parse()
-        .map_err(|_| "webhook is not a URL (http://HOST/PATH or https://HOST/PATH)".to_owned())?;
+fn check_url(url: &str) -> Result<String, NotifyProblem> {
+    let uri: ureq::http::Uri = url.parse().map_err(|_| NotifyProblem::NotUrl)?;
     let scheme = uri.scheme_str().unwrap_or_default();
     if scheme != "http" && scheme != "https" {
-        return Err("webhook must be an http:// or https:// URL".into());
+        return Err(NotifyProblem::Scheme);
     }
-    let authority = uri
-        .authority()
-        .ok_or_else(|| "webhook has no host".to_owned())?;
+    let authority = uri.authority().ok_or(NotifyProblem::NoHost)?;
     if authority.as_str().contains('@') {
-        return Err(
-            "webhook must not hold credentials (user:password@); put a bearer token in webhook_token_file"
-                .into(),
-        );
+        return Err(NotifyProblem::Credentials);
     }
     if authority.host().is_empty() {
-        return Err("webhook has no host".into());
+        return Err(NotifyProblem::NoHost);
     }
     Ok(format!("{scheme}://{}", escape(authority.as_str())))
 }
@@ -190,24 +257,19 @@ fn check_url(url: &str) -> Result<String, String> {
 /// Reads the bearer token in `file`: a regular file of at most
 /// [`limits::WEBHOOK_TOKEN`] bytes, one line of visible ASCII (a header
 /// value). Errors name the file, never its content.
-pub fn read_token(file: &Path) -> Result<String, String> {
-    let fail = |why: String| {
-        format!(
-            "webhook_token_file {}: {why}",
-            escape(&file.display().to_string())
-        )
+pub fn read_token(file: &Path) -> Result<String, TokenError> {
+    let fail = |problem: TokenProblem| TokenError {
+        file: file.to_owned(),
+        problem,
     };
-    let bytes =
-        read_regular_file(file, limits::WEBHOOK_TOKEN).map_err(|e| fail(format!("it {e}")))?;
-    let text = String::from_utf8(bytes).map_err(|_| fail("it is not text".into()))?;
+    let bytes = read_regular_file(file, limits::WEBHOOK_TOKEN).map_err(|e| fail(e.into()))?;
+    let text = String::from_utf8(bytes).map_err(|_| fail(TokenProblem::NotText))?;
     let token = text.trim();
     if token.is_empty() {
-        return Err(fail("it is empty".into()));
+        return Err(fail(TokenProblem::Empty));
     }
     if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(fail(
-            "the token must be one line of visible ASCII characters".into(),
-        ));
+        return Err(fail(TokenProblem::NotOneLine));
     }
     Ok(token.to_owned())
 }
@@ -220,6 +282,7 @@ mod tests {
         toml::from_str::<NotifyConfig>(text)
             .map_err(|e| e.message().to_owned())?
             .settings()
+            .map_err(|e| e.to_string())
     }
 
     #[test]

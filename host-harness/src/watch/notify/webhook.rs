@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use ureq::Agent;
 
-use super::settings::{Webhook, read_token};
+use super::settings::{TokenError, Webhook, read_token};
 
 /// The first retry waits this long, doubling.
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
@@ -23,13 +23,51 @@ pub struct WebhookSink {
     retries: u32,
 }
 
+/// Why an event was not delivered; never the URL's path or query, nor the
+/// token.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    /// The receiver answered with a status other than 2xx.
+    #[error("answered HTTP {0}")]
+    Status(u16),
+    /// No answer within the timeout.
+    #[error("no answer within the timeout")]
+    Timeout,
+    /// The host's name does not resolve.
+    #[error("host not found")]
+    HostNotFound,
+    /// No connection could be made.
+    #[error("cannot connect")]
+    ConnectionFailed,
+    /// The connection broke.
+    #[error("the connection failed: {0}")]
+    Io(std::io::ErrorKind),
+    /// TLS failed (the reason, without the URL).
+    #[error("TLS failed: {0}")]
+    Tls(String),
+    /// The request failed otherwise.
+    #[error("the request failed")]
+    Request,
+    /// The bearer token cannot be read.
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    /// Every attempt failed; the last one's reason.
+    #[error("{last} (after {attempts} attempts)")]
+    GaveUp {
+        /// Why the last attempt failed.
+        last: Box<WebhookError>,
+        /// How many were made.
+        attempts: u32,
+    },
+}
+
 /// How one attempt went.
 enum Attempt {
     Delivered,
     /// Worth another try.
-    Retry(String),
+    Retry(WebhookError),
     /// Not worth another try.
-    Fail(String),
+    Fail(WebhookError),
 }
 
 impl WebhookSink {
@@ -59,7 +97,7 @@ impl WebhookSink {
     /// POSTs `body` (the event `id`, sent as `Idempotency-Key` in every
     /// attempt), retrying as configured; the error says why the last attempt
     /// failed.
-    pub fn deliver(&self, id: &str, body: &[u8]) -> Result<(), String> {
+    pub fn deliver(&self, id: &str, body: &[u8]) -> Result<(), WebhookError> {
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 0;
         loop {
@@ -67,7 +105,10 @@ impl WebhookSink {
                 Attempt::Delivered => return Ok(()),
                 Attempt::Fail(why) => return Err(why),
                 Attempt::Retry(why) if attempt >= self.retries => {
-                    return Err(format!("{why} (after {} attempts)", attempt + 1));
+                    return Err(WebhookError::GaveUp {
+                        last: Box::new(why),
+                        attempts: attempt + 1,
+                    });
                 }
                 Attempt::Retry(why) => {
                     tracing::debug!(
@@ -93,7 +134,7 @@ impl WebhookSink {
             // Read at each attempt, so a rotated secret is used at once.
             match read_token(file) {
                 Ok(token) => request = request.header("Authorization", &format!("Bearer {token}")),
-                Err(why) => return Attempt::Fail(why),
+                Err(why) => return Attempt::Fail(why.into()),
             }
         }
         match request.send(body) {
@@ -101,8 +142,8 @@ impl WebhookSink {
                 let status = response.status().as_u16();
                 match status {
                     200..=299 => Attempt::Delivered,
-                    429 | 500..=599 => Attempt::Retry(format!("answered HTTP {status}")),
-                    _ => Attempt::Fail(format!("answered HTTP {status}")),
+                    429 | 500..=599 => Attempt::Retry(WebhookError::Status(status)),
+                    _ => Attempt::Fail(WebhookError::Status(status)),
                 }
             }
             Err(e) => Attempt::Retry(describe(&e)),
@@ -110,16 +151,16 @@ impl WebhookSink {
     }
 }
 
-/// A ureq error in words that never hold the URL.
-fn describe(e: &ureq::Error) -> String {
+/// A ureq error as one that never holds the URL.
+fn describe(e: &ureq::Error) -> WebhookError {
     match e {
-        ureq::Error::Timeout(_) => "no answer within the timeout".into(),
-        ureq::Error::HostNotFound => "host not found".into(),
-        ureq::Error::ConnectionFailed => "cannot connect".into(),
-        ureq::Error::Io(io) => format!("the connection failed: {}", io.kind()),
-        ureq::Error::Tls(why) => format!("TLS failed: {why}"),
-        ureq::Error::Rustls(e) => format!("TLS failed: {e}"),
-        _ => "the request failed".into(),
+        ureq::Error::Timeout(_) => WebhookError::Timeout,
+        ureq::Error::HostNotFound => WebhookError::HostNotFound,
+        ureq::Error::ConnectionFailed => WebhookError::ConnectionFailed,
+        ureq::Error::Io(io) => WebhookError::Io(io.kind()),
+        ureq::Error::Tls(why) => WebhookError::Tls((*why).to_owned()),
+        ureq::Error::Rustls(e) => WebhookError::Tls(e.to_string()),
+        _ => WebhookError::Request,
     }
 }
 
@@ -208,11 +249,13 @@ mod tests {
         let (url, first) = server(vec![400]);
         let sink = WebhookSink::new(hook(url, None), Duration::from_secs(10), 3);
         let err = sink.deliver("e1", b"{}").expect_err("400");
+        assert!(matches!(err, WebhookError::Status(400)), "{err:?}");
+        let err = err.to_string();
         assert_eq!(err, "answered HTTP 400");
         assert_eq!(first.join().expect("server").len(), 1);
         let (url, server) = server(vec![500, 500]);
         let sink = WebhookSink::new(hook(url, None), Duration::from_secs(10), 1);
-        let err = sink.deliver("e1", b"{}").expect_err("500");
+        let err = sink.deliver("e1", b"{}").expect_err("500").to_string();
         assert_eq!(err, "answered HTTP 500 (after 2 attempts)");
         assert_eq!(server.join().expect("server").len(), 2);
         assert!(!err.contains("SECRET"));
