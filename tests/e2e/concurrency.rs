@@ -199,8 +199,7 @@ fn unlock_json(repo: &TestRepo) -> (Vec<Removed>, Value) {
     let out = Guarded::spawn(repo.lockwarden("unlock").arg("--json"))
         .finish_within(HANG_GUARD, "lockwarden unlock --json");
     assert_eq!(out.code, 0, "unlock succeeds: {out:?}");
-    let doc: Value = serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("unlock --json prints JSON ({e}): {out:?}"));
+    let (_, doc) = out.json();
     assert_eq!(
         doc["failed"].as_array().map(Vec::len),
         Some(0),

@@ -118,7 +118,7 @@ impl Scene {
             clean.code, 3,
             "a clean check finds the stale locks: {clean:?}"
         );
-        let doc = parse(&clean);
+        let doc = clean.json().1;
         let clean_stale = removals(&doc);
         assert_eq!(
             clean_stale,
@@ -171,12 +171,6 @@ fn run(via: &TestRepo, command: &str, extra: &[&str]) -> Finished {
         "the server password is never printed: {out:?}"
     );
     out
-}
-
-/// The JSON document a run printed.
-fn parse(out: &Finished) -> Value {
-    serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("not a JSON document ({e}): {out:?}"))
 }
 
 /// The ids a check document judges `remove`.
@@ -281,7 +275,7 @@ fn a_faulty_lock_read_makes_that_lock_unreadable_or_fails_the_run() {
         assert_eq!(scene.repo.lock_ids(), before, "check removes nothing");
         let per_lock = match check.code {
             3 => {
-                assert_only_victim_unreadable(&parse(&check), &seeded, &victim, fault);
+                assert_only_victim_unreadable(&check.json().1, &seeded, &victim, fault);
                 true
             }
             _ => {
@@ -292,7 +286,7 @@ fn a_faulty_lock_read_makes_that_lock_unreadable_or_fails_the_run() {
 
         let unlock = run(&via, "unlock", &["--json"]);
         if per_lock && unlock.code == 0 {
-            assert_all_but_victim_removed(&parse(&unlock), &scene, &victim, fault);
+            assert_all_but_victim_removed(&unlock.json().1, &scene, &victim, fault);
         } else {
             assert_failed_cleanly("unlock", &unlock, fault, &before, &scene.repo);
         }
@@ -339,12 +333,12 @@ fn a_failed_delete_is_reported_as_a_failure() {
             check.code, 3,
             "{fault}: check deletes nothing, so sees no fault: {check:?}"
         );
-        assert_eq!(removals(&parse(&check)), seeded.clean_stale, "{fault}");
+        assert_eq!(removals(&check.json().1), seeded.clean_stale, "{fault}");
         assert_eq!(scene.repo.lock_ids(), before, "check removes nothing");
 
         let unlock = run(&via, "unlock", &["--json"]);
         assert_injected(&proxy);
-        let doc = parse(&unlock);
+        let doc = unlock.json().1;
         let (removed, failed) = (listed(&doc, "removed"), listed(&doc, "failed"));
         assert!(
             seeded.stale_but(&victim).is_subset(&removed),

@@ -10,32 +10,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use lockwarden_tests::adversary::{doc, reason, verdict, warden};
+use lockwarden_tests::go::{go, host_module};
 use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::polyglot::{self, Polyglot};
 use lockwarden_tests::restic::{Holder, TestRepo};
 use lockwarden_tests::restic_version::restic_program;
 use lockwarden_tests::{TESTS_DIR, finish, guests, lockwarden, shared_policy_cache};
 use serde_json::{Value, json};
-
-/// The Go host's module.
-fn module() -> PathBuf {
-    Path::new(TESTS_DIR).join("../hosts/go")
-}
-
-/// A `go` command that builds without network, toolchain downloads or a
-/// go.work, and without cgo: `make setup` downloaded the modules.
-fn go(dir: &Path) -> Command {
-    let mut command = Command::new("timeout");
-    command
-        .args(["900", "go"])
-        .current_dir(dir)
-        .env("GOTOOLCHAIN", "local")
-        .env("GOWORK", "off")
-        .env("GOPROXY", "off")
-        .env("GOFLAGS", "-mod=readonly -buildvcs=false")
-        .env("CGO_ENABLED", "0");
-    command
-}
 
 /// `lockwarden policy conformance --json` on `cases` with `component`,
 /// written to `out`.
@@ -119,7 +100,7 @@ fn the_go_host_answers_every_case_as_lockwarden_and_stops_what_it_stops() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = fixtures(dir.path());
     let out = finish(
-        go(&module())
+        go(&host_module())
             .args(["test", "-count=1", "-timeout=10m", "./..."])
             .env("LOCKWARDEN_GO_HOST_FIXTURES", &file),
     );
@@ -138,9 +119,9 @@ fn the_go_host_answers_every_case_as_lockwarden_and_stops_what_it_stops() {
 
 #[test]
 fn the_go_host_is_pure_go_and_vetted() {
-    let out = finish(go(&module()).args(["vet", "./..."]));
+    let out = finish(go(&host_module()).args(["vet", "./..."]));
     assert_eq!(out.code, 0, "go vet: {out:?}");
-    let out = finish(go(&module()).args([
+    let out = finish(go(&host_module()).args([
         "list",
         "-deps",
         "-f",
@@ -155,7 +136,7 @@ fn the_go_host_is_pure_go_and_vetted() {
     let out = finish(
         Command::new("timeout")
             .args(["60", "gofmt", "-l"])
-            .arg(module()),
+            .arg(host_module()),
     );
     assert_eq!(
         (out.code, out.stdout.trim()),

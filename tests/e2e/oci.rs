@@ -105,7 +105,7 @@ fn the_default_policy_is_pushed_and_checks_a_repository_by_digest() {
     let (repo, stale) = repo_with_stale_lock();
     let out = check_with(&repo, &pinned, &docker);
     assert_eq!(out.code, 3, "{out:?}");
-    let doc: Value = serde_json::from_str(&out.stdout).expect("check --json");
+    let (_, doc) = out.json();
     assert_eq!(doc["policy"]["source"], pinned.as_str(), "{doc:#}");
     assert_eq!(doc["locks"][0]["id"], stale.as_str());
     assert_eq!(doc["locks"][0]["rule"], "expired");
@@ -344,7 +344,7 @@ fn a_registry_over_https_is_used_when_its_certificate_is_trusted() {
             .env("SSL_CERT_FILE", &ca),
     );
     assert_eq!(out.code, 3, "{out:?}");
-    let doc: Value = serde_json::from_str(&out.stdout).expect("check --json");
+    let (_, doc) = out.json();
     assert_eq!(doc["locks"][0]["id"], stale.as_str());
 }
 
@@ -380,7 +380,7 @@ fn python_and_javascript_policies_are_pushed_and_run_from_the_registry() {
                 .env("LOCKWARDEN_CACHE_DIR", &cache),
         );
         assert_eq!(out.code, 0, "{policy}: {out:?}");
-        let doc: Value = serde_json::from_str(&out.stdout).expect("unlock --json");
+        let (_, doc) = out.json();
         assert_eq!(doc["policy"]["name"], name, "{doc:#}");
         assert_eq!(doc["locks"][0]["id"], stale.as_str());
         assert_eq!(doc["locks"][0]["rule"], "expired", "{doc:#}");

@@ -304,7 +304,7 @@ fn first_seen_times_survive_a_restart_and_drive_the_unrefreshed_rule() {
                 .arg("--state-dir")
                 .arg(&state),
         );
-        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+        out.json().1
     };
     let first = check(&repo);
     let seen = first["locks"][0]["first_seen"]
@@ -351,8 +351,8 @@ fn inventory_check(repo: &TestRepo, inventory: &[&str]) -> (i32, Value, String) 
             .args(inventory)
             .args(["--inventory-hosts", "^velero-"]),
     );
-    let doc = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
-    (out.code, doc, out.stderr)
+    let (code, doc) = out.json();
+    (code, doc, out.stderr)
 }
 
 /// Four young locks of hosts the fixture `kubectl get pods` inventory
@@ -433,9 +433,8 @@ fn pods_read_from_the_api_judge_as_kubectls_answer_does() {
                 .env("KUBECONFIG", &kubeconfig)
                 .env_remove("KUBERNETES_SERVICE_HOST"),
         );
-        let doc: Value =
-            serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
-        (out.code, doc, out.stderr)
+        let (code, doc) = out.json();
+        (code, doc, out.stderr)
     };
     let (code, doc, _) = check();
     assert_eq!(code, 3, "{doc:#}");

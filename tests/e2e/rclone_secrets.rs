@@ -11,7 +11,6 @@ use lockwarden_tests::guard::{Guarded, wait_until};
 use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::lockwarden;
 use lockwarden_tests::restic::{TestRepo, free_port};
-use serde_json::Value;
 
 /// Every secret the tests put into a location or rclone's arguments.
 const SECRETS: [&str; 6] = [
@@ -83,7 +82,7 @@ fn a_hostile_connection_string_shows_only_its_name_keys_and_path() {
     );
     assert_eq!(check.code, 3, "{check:?}");
     check.assert_no_secret(&SECRETS);
-    let doc: Value = serde_json::from_str(&check.stdout).expect("JSON");
+    let (_, doc) = check.json();
     assert_eq!(doc["repository"]["location"], shown.as_str(), "{doc:#}");
     for file in std::fs::read_dir(&textfiles).expect("textfiles").flatten() {
         let text = std::fs::read_to_string(file.path()).expect("textfile");

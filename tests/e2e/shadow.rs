@@ -17,7 +17,7 @@ use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
 use lockwarden_tests::metrics::scrape_until;
 use lockwarden_tests::restic::{TestRepo, free_port};
 use lockwarden_tests::restic_version::restic_program;
-use lockwarden_tests::{Finished, Guest, guests};
+use lockwarden_tests::{Guest, guests};
 use serde_json::Value;
 
 const HOUR: i64 = 3600;
@@ -56,10 +56,6 @@ fn strict_shadow() -> [&'static str; 4] {
         "--shadow-set",
         STRICT_KEEPS_EXCLUSIVE,
     ]
-}
-
-fn json(out: &Finished) -> Value {
-    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("not JSON: {e}: {out:?}"))
 }
 
 /// `(id, action, rule)` of every lock in a report document.
@@ -109,7 +105,7 @@ fn check_reports_the_strict_shadows_disagreement_and_acts_on_nothing() {
 
     let out = repo.warden("check", &[&strict_shadow()[..], &["--json"]].concat());
     assert_eq!(out.code, 3, "{out:?}");
-    let doc = json(&out);
+    let doc = out.json().1;
     assert_eq!(doc["policy"]["name"], "lockwarden-default");
     let shadow = &doc["shadow"];
     assert_eq!(shadow["name"], "lockwarden-strict-example", "{shadow}");
@@ -150,7 +146,7 @@ fn unlock_removes_what_the_enforced_default_says_though_the_shadow_would_keep_it
     let (repo, _, exclusive) = two_old_locks();
     let out = repo.warden("unlock", &[&strict_shadow()[..], &["--json"]].concat());
     assert_eq!(out.code, 0, "{out:?}");
-    let doc = json(&out);
+    let doc = out.json().1;
     assert_eq!(doc["removed"].as_array().map(Vec::len), Some(2), "{doc}");
     assert_eq!(doc["shadow"]["disagreements"][0]["id"], exclusive.as_str());
     assert!(
@@ -201,7 +197,7 @@ fn a_panicking_shadow_leaves_the_enforced_result_and_exit_code_intact() {
     let out = repo.warden("check", &[&panic_shadow[..], &["--json"]].concat());
     assert_eq!(out.code, plain_code, "{out:?}");
     assert_eq!(out.code, 3);
-    let doc = json(&out);
+    let doc = out.json().1;
     assert_eq!(judged(&doc), judged(&plain));
     let error = doc["shadow"]["error"].as_str().expect("an error");
     assert!(error.contains("policy bug: index out of range"), "{error}");

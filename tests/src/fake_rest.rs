@@ -3,7 +3,7 @@
 //! a test's hook answers differently: a listing too large, a refused delete,
 //! a request never answered.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::BufReader;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -112,36 +112,16 @@ struct Request {
 
 /// The next request on the connection; `None` when it closes or fails.
 fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-        return None;
-    }
-    let mut v2 = false;
-    let mut body_len = 0usize;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).unwrap_or(0) == 0 {
-            return None;
-        }
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        let lower = header.to_ascii_lowercase();
-        v2 |= lower.starts_with("accept:") && lower.contains(V2);
-        if let Some(n) = lower.strip_prefix("content-length:") {
-            body_len = n.trim().parse().unwrap_or(0);
-        }
-    }
-    if body_len > 0 {
-        let mut body = vec![0u8; body_len];
-        std::io::Read::read_exact(reader, &mut body).ok()?;
-    }
-    let mut parts = request_line.split_whitespace();
-    let method = parts.next().unwrap_or("").to_owned();
-    let target = parts.next().unwrap_or("");
-    let path = target.strip_prefix("/repo/").unwrap_or("").to_owned();
-    Some(Request { method, path, v2 })
+    let request = crate::http_wire::read_request(reader)?;
+    let v2 = request
+        .header("accept")
+        .is_some_and(|accept| accept.to_ascii_lowercase().contains(V2));
+    let path = request.path.strip_prefix("/repo/").unwrap_or("").to_owned();
+    Some(Request {
+        method: request.method,
+        path,
+        v2,
+    })
 }
 
 /// Answers nothing until the server stops (or ten minutes pass).
@@ -169,22 +149,17 @@ impl Response {
         }
     }
 
-    /// Writes the response to `out`; without its body when `head_only` (a
-    /// `HEAD`).
+    /// Writes the response to `out`; without its body, and with a
+    /// `Content-Length` of 0, when `head_only` (a `HEAD`).
     fn send(&self, out: &mut TcpStream, head_only: bool) -> std::io::Result<()> {
-        let head = format!(
-            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n\r\n",
+        let headers = [("Content-Type", self.content_type.to_owned())];
+        crate::http_wire::respond(
+            out,
             self.status,
-            if self.status < 300 { "OK" } else { "Error" },
-            self.content_type,
-            if head_only { 0 } else { self.body.len() }
-        );
-        out.write_all(head.as_bytes())?;
-        if head_only {
-            Ok(())
-        } else {
-            out.write_all(&self.body)
-        }
+            &headers,
+            &self.body,
+            head_only.then_some(0),
+        )
     }
 }
 

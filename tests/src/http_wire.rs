@@ -1,9 +1,12 @@
-//! Just enough HTTP/1.1 for the test servers of our own ([`crate::hostile_s3`],
-//! [`crate::recorder`]): requests read with their heads and bodies
-//! (`Content-Length` or chunked), answers written whole or streamed in
-//! chunks, never held in memory.
+//! Just enough HTTP/1.1 for the test servers and proxies of our own
+//! ([`crate::hostile_s3`], [`crate::recorder`], [`crate::fake_rest`],
+//! [`crate::webhook`], [`crate::fault_proxy`]): requests and responses read
+//! with their heads and bodies (`Content-Length`, chunked, or to the end),
+//! every read bounded; answers written whole or streamed in chunks, never
+//! held in memory. Timeouts are the callers': each sets them on its
+//! sockets.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,10 +55,7 @@ pub struct Request {
 impl Request {
     /// The value of header `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        header(&self.headers, name)
     }
 
     /// The decoded value of query parameter `name`.
@@ -102,72 +102,142 @@ fn percent_decode(text: &str, plus_is_space: bool) -> String {
 }
 
 /// The next request on a connection; `None` when it closes or sends
-/// something that is not a request.
-pub fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
-    let mut line = String::new();
-    if reader.read_line(&mut line).ok()? == 0 {
-        return None;
-    }
+/// something that is not a request (or a head or body over the bounds).
+pub fn read_request(reader: &mut impl BufRead) -> Option<Request> {
+    let (line, headers) = read_head(reader)?;
     let mut parts = line.split_whitespace();
     let method = parts.next()?.to_owned();
     let target = parts.next()?;
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let (path, query) = (path.to_owned(), query.to_owned());
-    let mut headers = Vec::new();
-    let mut head_size = line.len();
-    loop {
-        let mut header = String::new();
-        head_size += reader.read_line(&mut header).ok()?;
-        if head_size > MAX_HEAD || header.is_empty() {
-            return None;
-        }
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        let (name, value) = header.split_once(':')?;
-        headers.push((name.trim().to_owned(), value.trim().to_owned()));
-    }
     let mut request = Request {
         method,
-        path,
-        query,
+        path: path.to_owned(),
+        query: query.to_owned(),
         headers,
         body: Vec::new(),
     };
-    let chunked = request
-        .header("transfer-encoding")
-        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
-    request.body = if chunked {
-        read_chunked(reader)?
-    } else {
-        let length: usize = request
-            .header("content-length")
-            .map_or(Some(0), |v| v.parse().ok())?;
-        if length > MAX_BODY {
-            return None;
-        }
-        let mut body = vec![0u8; length];
-        reader.read_exact(&mut body).ok()?;
-        body
-    };
+    request.body = read_body(reader, &request.headers, false)?;
     Some(request)
 }
 
-/// A chunked body (trailers skipped).
-fn read_chunked(reader: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
-    let mut body = Vec::new();
+/// One response, its body decoded from chunked if it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// `HTTP/1.1 200 OK`, as sent.
+    pub status_line: String,
+    /// The headers, names as sent.
+    pub headers: Vec<(String, String)>,
+    /// The body (empty for the answer to a `HEAD`).
+    pub body: Vec<u8>,
+}
+
+/// The response on a connection the server closes after it (its body runs
+/// to the end when it has neither a length nor chunks); `head` when it
+/// answers a `HEAD`, so has no body. `None` when it is not a response or
+/// is over the bounds.
+pub fn read_response(reader: &mut impl BufRead, head: bool) -> Option<Response> {
+    let (status_line, headers) = read_head(reader)?;
+    let body = if head {
+        Vec::new()
+    } else {
+        read_body(reader, &headers, true)?
+    };
+    Some(Response {
+        status_line,
+        headers,
+        body,
+    })
+}
+
+/// A head: its first line (without the line end) and its headers, at most
+/// [`MAX_HEAD`] bytes in all.
+fn read_head(reader: &mut impl BufRead) -> Option<(String, Vec<(String, String)>)> {
+    let mut left = MAX_HEAD;
+    let first = read_line(reader, &mut left)?.trim_end().to_owned();
+    let mut headers = Vec::new();
     loop {
-        let mut size = String::new();
-        reader.read_line(&mut size).ok()?;
-        let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
-        if size == 0 {
-            loop {
-                let mut trailer = String::new();
-                if reader.read_line(&mut trailer).ok()? == 0 || trailer.trim().is_empty() {
-                    return Some(body);
-                }
+        let line = read_line(reader, &mut left)?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            return Some((first, headers));
+        }
+        let (name, value) = line.split_once(':')?;
+        headers.push((name.trim().to_owned(), value.trim().to_owned()));
+    }
+}
+
+/// One line, its end included, of at most `*left` bytes, which it takes
+/// from `*left`; `None` at the end of the stream, on an error, or when the
+/// line is longer.
+fn read_line(reader: &mut impl BufRead, left: &mut usize) -> Option<String> {
+    let mut line = Vec::new();
+    let limit = u64::try_from(*left).unwrap_or(u64::MAX);
+    let n = reader
+        .by_ref()
+        .take(limit)
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    if n == 0 || !line.ends_with(b"\n") {
+        return None;
+    }
+    *left -= n;
+    Some(String::from_utf8_lossy(&line).into_owned())
+}
+
+/// The value of header `name` (any case) in `headers`.
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// The body its `headers` announce: chunked, `Content-Length` bytes, or
+/// else none, or (`to_end`) all up to the end of the stream; at most
+/// [`MAX_BODY`] bytes.
+fn read_body(
+    reader: &mut impl BufRead,
+    headers: &[(String, String)],
+    to_end: bool,
+) -> Option<Vec<u8>> {
+    let chunked = header(headers, "transfer-encoding")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    if chunked {
+        return read_chunked(reader);
+    }
+    let mut body = Vec::new();
+    match header(headers, "content-length") {
+        Some(length) => {
+            let length: usize = length.parse().ok()?;
+            if length > MAX_BODY {
+                return None;
             }
+            body.resize(length, 0);
+            reader.read_exact(&mut body).ok()?;
+        }
+        None if to_end => {
+            let limit = u64::try_from(MAX_BODY + 1).unwrap_or(u64::MAX);
+            reader.by_ref().take(limit).read_to_end(&mut body).ok()?;
+            if body.len() > MAX_BODY {
+                return None;
+            }
+        }
+        None => {}
+    }
+    Some(body)
+}
+
+/// A chunked body (trailers skipped).
+fn read_chunked(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    let mut left = MAX_HEAD;
+    loop {
+        let size = read_line(reader, &mut left)?;
+        let size = usize::from_str_radix(size.trim().split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            // Trailers, up to the blank line or the end of the stream.
+            while read_line(reader, &mut left).is_some_and(|t| !t.trim().is_empty()) {}
+            return Some(body);
         }
         if body.len() + size > MAX_BODY {
             return None;
@@ -286,5 +356,46 @@ mod tests {
         assert_eq!(request.param("continuation-token").as_deref(), Some("x+y"));
         assert_eq!(request.param("prefix"), None);
         assert_eq!(request.header("x-amz-security-token"), Some("t"));
+    }
+
+    #[test]
+    fn chunked_bodies_are_decoded() {
+        let body = read_chunked(&mut &b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n"[..]);
+        assert_eq!(body.as_deref(), Some(&b"hello world"[..]));
+        assert!(read_chunked(&mut &b"5\r\nhel"[..]).is_none());
+    }
+
+    #[test]
+    fn heads_and_bodies_are_read_within_their_bounds() {
+        let wire = b"PUT /r/locks/x?a=1 HTTP/1.1\r\nContent-Length: 3\r\nHost: h\r\n\r\nabcGET /";
+        let mut reader = &wire[..];
+        let request = read_request(&mut reader).expect("a request");
+        assert_eq!(
+            (request.method.as_str(), request.path.as_str()),
+            ("PUT", "/r/locks/x")
+        );
+        assert_eq!(
+            (request.query.as_str(), &request.body[..]),
+            ("a=1", &b"abc"[..])
+        );
+        assert_eq!(request.header("host"), Some("h"));
+        assert_eq!(reader, b"GET /", "what follows the body is left unread");
+        let long = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(MAX_HEAD));
+        assert!(read_request(&mut long.as_bytes()).is_none());
+        let huge = format!("PUT / HTTP/1.1\r\nContent-Length: {}\r\n\r\n", MAX_BODY + 1);
+        assert!(read_request(&mut huge.as_bytes()).is_none());
+        let answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n";
+        let response = read_response(&mut &answer[..], false).expect("a response");
+        assert_eq!(
+            (response.status_line.as_str(), &response.body[..]),
+            ("HTTP/1.1 200 OK", &b"ok"[..])
+        );
+        let to_end = read_response(&mut &b"HTTP/1.1 200 OK\r\n\r\nall of it"[..], false);
+        assert_eq!(to_end.expect("a response").body, b"all of it");
+        let head = read_response(
+            &mut &b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n"[..],
+            true,
+        );
+        assert!(head.expect("a response").body.is_empty());
     }
 }

@@ -31,10 +31,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use serde_json::{Value, json};
 
+use crate::certs::PrivateCa;
 use crate::cloud::process::ServerProcess;
+use crate::kubeconfig::Kubeconfig;
 
 /// The static bearer token of the cluster's administrator (user
 /// `lockwarden-admin`, group `system:masters`), distinctive so that tests
@@ -138,7 +139,8 @@ impl KubeApiServer {
             .expect("a temporary directory");
         let cleaner = remove_when_done(dir.path());
         let path = |name: &str| dir.path().join(name).display().to_string();
-        make_certificates(dir.path());
+        let certs = PrivateCa::make_in(dir.path());
+        make_service_account_key(dir.path());
         std::fs::write(
             dir.path().join("tokens.csv"),
             format!("{KUBE_ADMIN_TOKEN},lockwarden-admin,lockwarden-admin,system:masters\n"),
@@ -175,8 +177,8 @@ impl KubeApiServer {
             "--advertise-address=127.0.0.1".to_owned(),
             format!("--secure-port={port}"),
             format!("--etcd-servers={client_url}"),
-            format!("--tls-cert-file={}", path("server.crt")),
-            format!("--tls-private-key-file={}", path("server.key")),
+            format!("--tls-cert-file={}", certs.server_cert.display()),
+            format!("--tls-private-key-file={}", certs.server_key.display()),
             format!("--token-auth-file={}", path("tokens.csv")),
             "--anonymous-auth=false".to_owned(),
             "--authorization-mode=RBAC".to_owned(),
@@ -199,8 +201,7 @@ impl KubeApiServer {
             &dir.path().join("kube-apiserver.log"),
         );
 
-        let ca_pem =
-            std::fs::read_to_string(dir.path().join("ca.crt")).expect("read the CA certificate");
+        let ca_pem = certs.pem;
         let ca =
             ureq::tls::Certificate::from_pem(ca_pem.as_bytes()).expect("the CA certificate is PEM");
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -389,23 +390,13 @@ impl KubeApiServer {
     /// server and its CA, a user with the bearer `token`, a context
     /// (namespace `default`) and the current context. Returns its path.
     pub fn kubeconfig(&self, dir: &Path, token: &str) -> PathBuf {
-        let path = dir.join("kubeconfig");
-        let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
-        let config = format!(
-            "apiVersion: v1\n\
-             clusters:\n\
-             - cluster:\n    certificate-authority-data: {ca}\n    server: {url}\n  name: lockwarden-test\n\
-             contexts:\n\
-             - context:\n    cluster: lockwarden-test\n    namespace: default\n    user: lockwarden-test\n  name: lockwarden-test\n\
-             current-context: lockwarden-test\n\
-             kind: Config\n\
-             preferences: {{}}\n\
-             users:\n\
-             - name: lockwarden-test\n  user:\n    token: {token}\n",
-            url = self.url
-        );
-        std::fs::write(&path, config).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-        path
+        Kubeconfig {
+            name: "lockwarden-test",
+            server: &self.url,
+            ca_pem: Some(&self.ca_pem),
+            token,
+        }
+        .write(dir)
     }
 
     /// The path of `object` (`/api/v1/namespaces/ns/secrets/name`, say),
@@ -597,78 +588,20 @@ fn sweep_run_dirs() {
     }
 }
 
-/// Makes, in `dir`, a CA (`ca.crt`), the server's certificate for
-/// 127.0.0.1 and localhost signed by it (`server.crt`, `server.key`), and
-/// the service accounts' signing key (`sa.key`), all P-256, with openssl.
-fn make_certificates(dir: &Path) {
-    let openssl = |args: &[&str]| {
-        let output = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run openssl (make setup installs it): {e}"));
-        assert!(
-            output.status.success(),
-            "openssl {args:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    };
-    let p256 = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
-    openssl(
-        &[
-            &["req", "-x509", "-nodes", "-days", "7"][..],
-            &p256,
-            &[
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.crt",
-                "-subj",
-                "/CN=lockwarden-test-ca",
-                "-addext",
-                "basicConstraints=critical,CA:TRUE",
-                "-addext",
-                "keyUsage=critical,keyCertSign,cRLSign",
-            ],
-        ]
-        .concat(),
-    );
-    openssl(
-        &[
-            &["req", "-x509", "-nodes", "-days", "7"][..],
-            &p256,
-            &[
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-keyout",
-                "server.key",
-                "-out",
-                "server.crt",
-                "-subj",
-                "/CN=kube-apiserver",
-                "-addext",
-                "subjectAltName=IP:127.0.0.1,DNS:localhost",
-                "-addext",
-                "basicConstraints=critical,CA:FALSE",
-                "-addext",
-                "keyUsage=critical,digitalSignature",
-                "-addext",
-                "extendedKeyUsage=serverAuth",
-            ],
-        ]
-        .concat(),
-    );
+/// Makes, in `dir`, the service accounts' signing key (`sa.key`, P-256).
+fn make_service_account_key(dir: &Path) {
     // SEC1 ("EC PRIVATE KEY"): the API server reads the public key of
     // --service-account-key-file from it, not from PKCS#8.
-    openssl(&[
-        "ecparam",
-        "-name",
-        "prime256v1",
-        "-genkey",
-        "-noout",
-        "-out",
-        "sa.key",
-    ]);
+    crate::certs::openssl(
+        dir,
+        &[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            "sa.key",
+        ],
+    );
 }

@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::cloud::process::ServerProcess;
+use crate::kubeconfig::Kubeconfig;
 
 /// The bearer token the emulator requires and the kubeconfig carries,
 /// distinctive so that tests can assert it never appears in any output.
@@ -113,22 +114,13 @@ impl KubeEmulator {
     /// server, a user with the bearer token [`KUBE_TOKEN`], a context (namespace
     /// `default`) and the current context. Returns its path.
     pub fn write_kubeconfig(&self, dir: &Path) -> PathBuf {
-        let path = dir.join("kubeconfig");
-        let config = format!(
-            "apiVersion: v1\n\
-             clusters:\n\
-             - cluster:\n    server: {url}\n  name: lockwarden-emulator\n\
-             contexts:\n\
-             - context:\n    cluster: lockwarden-emulator\n    namespace: default\n    user: lockwarden-emulator\n  name: lockwarden-emulator\n\
-             current-context: lockwarden-emulator\n\
-             kind: Config\n\
-             preferences: {{}}\n\
-             users:\n\
-             - name: lockwarden-emulator\n  user:\n    token: {KUBE_TOKEN}\n",
-            url = self.url
-        );
-        std::fs::write(&path, config).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-        path
+        Kubeconfig {
+            name: "lockwarden-emulator",
+            server: &self.url,
+            ca_pem: None,
+            token: KUBE_TOKEN,
+        }
+        .write(dir)
     }
 
     /// Creates or replaces objects as given, status included (an object, a

@@ -4,15 +4,18 @@
 
 pub mod adversary;
 pub mod backend_suite;
+pub mod certs;
 pub mod cloud;
 pub mod discovery;
 pub mod fake_rest;
 pub mod fault_proxy;
+pub mod go;
 pub mod guard;
 pub mod hostile_s3;
 pub mod http_wire;
 pub mod kube_apiserver;
 pub mod kube_emulator;
+pub mod kubeconfig;
 pub mod lock_writer;
 pub mod metrics;
 pub mod node_host;

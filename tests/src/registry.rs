@@ -7,84 +7,13 @@ use std::process::{Child, Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
+use crate::certs::PrivateCa;
 use crate::restic::{free_port, wait_for_port};
 
 /// The registry's user when authentication is on.
 pub const REGISTRY_USER: &str = "publisher";
 /// The registry's password when authentication is on.
 pub const REGISTRY_PASS: &str = "registry-s3cret";
-
-/// A CA and a certificate for 127.0.0.1 it signed (openssl): returns the
-/// CA's certificate and the server's certificate and key.
-fn tls_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    std::fs::write(
-        dir.join("server.ext"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
-    )
-    .expect("extensions file");
-    let openssl = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run openssl");
-        assert!(out.status.success(), "openssl {args:?}: {out:?}");
-    };
-    let ec: &[&str] = &[
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    openssl(
-        &[
-            &["req", "-x509", "-days", "2"],
-            ec,
-            &["-subj", "/CN=lockwarden test CA"],
-            &["-keyout", "ca.key", "-out", "ca.pem"],
-        ]
-        .concat(),
-    );
-    openssl(
-        &[
-            &["req"],
-            ec,
-            &[
-                "-subj",
-                "/CN=127.0.0.1",
-                "-keyout",
-                "server.key",
-                "-out",
-                "server.csr",
-            ],
-        ]
-        .concat(),
-    );
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-days",
-        "2",
-        "-extfile",
-        "server.ext",
-        "-out",
-        "server.pem",
-    ]);
-    (
-        dir.join("ca.pem"),
-        dir.join("server.pem"),
-        dir.join("server.key"),
-    )
-}
 
 /// A running registry; stopped when dropped.
 pub struct Registry {
@@ -126,13 +55,13 @@ impl Registry {
             storage.display()
         );
         let ca = tls.then(|| {
-            let (ca, cert, key) = tls_files(dir);
+            let ca = PrivateCa::make_in(dir);
             config += &format!(
                 "  tls:\n    certificate: {}\n    key: {}\n",
-                cert.display(),
-                key.display()
+                ca.server_cert.display(),
+                ca.server_key.display()
             );
-            ca
+            ca.path
         });
         if auth {
             let hash = bcrypt::hash(REGISTRY_PASS, 4).expect("bcrypt");

@@ -2,11 +2,13 @@
 //! request (method, path, headers, body) and answers with a status the test
 //! chooses, or never answers at all.
 
-use std::io::{Read, Write};
+use std::io::{BufReader, Read};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use crate::http_wire;
 
 /// How the server answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,20 +67,9 @@ impl WebhookServer {
             requests: Arc::default(),
             stopped: Arc::default(),
         };
-        let (answer, requests, stopped) = (
-            server.answer.clone(),
-            server.requests.clone(),
-            server.stopped.clone(),
-        );
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if stopped.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let (answer, requests) = (answer.clone(), requests.clone());
-                std::thread::spawn(move || serve(stream, &answer, &requests));
-            }
+        let (answer, requests) = (server.answer.clone(), server.requests.clone());
+        http_wire::accept_until(listener, server.stopped.clone(), move |stream| {
+            serve(stream, &answer, &requests)
         });
         server
     }
@@ -116,17 +107,19 @@ impl Drop for WebhookServer {
 /// answering as told.
 fn serve(mut stream: TcpStream, answer: &Mutex<Answer>, requests: &Mutex<Vec<Request>>) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let mut buffer = Vec::new();
-    loop {
-        let Some(request) = read_request(&mut stream, &mut buffer) else {
-            return;
-        };
-        requests.lock().expect("requests").push(request);
+    let Ok(clone) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(clone);
+    while let Some(request) = http_wire::read_request(&mut reader) {
+        requests
+            .lock()
+            .expect("requests")
+            .push(Request::from(request));
         let answer = *answer.lock().expect("answer");
         match answer {
             Answer::Status(status) => {
-                let reply = format!("HTTP/1.1 {status} Whatever\r\nContent-Length: 0\r\n\r\n");
-                if stream.write_all(reply.as_bytes()).is_err() {
+                if http_wire::respond(&mut stream, status, &[], b"", None).is_err() {
                     return;
                 }
             }
@@ -135,48 +128,30 @@ fn serve(mut stream: TcpStream, answer: &Mutex<Answer>, requests: &Mutex<Vec<Req
                 // gives up.
                 let mut sink = [0u8; 1024];
                 let _ = stream.set_read_timeout(None);
-                while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+                while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
                 return;
             }
         }
     }
 }
 
-/// Reads one request (headers, then a Content-Length body) from `stream`;
-/// `buffer` keeps what was read past it.
-fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Request> {
-    let mut chunk = [0u8; 16 * 1024];
-    let head_end = loop {
-        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at;
+impl From<http_wire::Request> for Request {
+    /// The request as the webhook tests see it: the query back in the path,
+    /// header names in lower case, the body as text.
+    fn from(request: http_wire::Request) -> Request {
+        let path = match request.query.as_str() {
+            "" => request.path,
+            query => format!("{}?{query}", request.path),
+        };
+        Request {
+            method: request.method,
+            path,
+            headers: request
+                .headers
+                .into_iter()
+                .map(|(name, value)| (name.to_ascii_lowercase(), value))
+                .collect(),
+            body: String::from_utf8_lossy(&request.body).into_owned(),
         }
-        let n = stream.read(&mut chunk).ok().filter(|n| *n > 0)?;
-        buffer.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut start = lines.next()?.split(' ');
-    let (method, path) = (start.next()?.to_owned(), start.next()?.to_owned());
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let body_start = head_end + 4;
-    while buffer.len() < body_start + length {
-        let n = stream.read(&mut chunk).ok().filter(|n| *n > 0)?;
-        buffer.extend_from_slice(&chunk[..n]);
     }
-    let body = String::from_utf8_lossy(&buffer[body_start..body_start + length]).into_owned();
-    buffer.drain(..body_start + length);
-    Some(Request {
-        method,
-        path,
-        headers,
-        body,
-    })
 }

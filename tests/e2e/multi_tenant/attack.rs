@@ -64,6 +64,21 @@ struct Victim {
     gone: String,
 }
 
+impl Victim {
+    /// Runs `watch` (VolSync discovery) over `kube` until the gone pod's
+    /// lock is removed, or 20 seconds: whether it was, and what watch said.
+    fn watched(&self, kube: &KubeEmulator) -> (bool, String) {
+        let dir = self.repo.dir.path();
+        let kubeconfig = kube.write_kubeconfig(dir);
+        let config = discover_config_with(dir, "", "volsync = true");
+        let watching = watch(dir, &config, &kubeconfig, "lockwarden-0");
+        let removed = came_within(Duration::from_secs(20), || {
+            !self.repo.lock_ids().contains(&self.gone)
+        });
+        (removed, stop(watching))
+    }
+}
+
 fn victim(kube: &KubeEmulator) -> Victim {
     let repo = TestRepo::init_local();
     let server = FakeRest::start(&repo.path, |_, _| Reply::Default);
@@ -143,14 +158,7 @@ fn attack_a_deeply_nested_object_blinds_every_namespace() {
     );
     assert_eq!(status, 201, "the deep object was not created");
 
-    let dir = victim.repo.dir.path();
-    let kubeconfig = kube.write_kubeconfig(dir);
-    let config = discover_config_with(dir, "", "volsync = true");
-    let watching = watch(dir, &config, &kubeconfig, "lockwarden-0");
-    let removed = came_within(Duration::from_secs(20), || {
-        !victim.repo.lock_ids().contains(&victim.gone)
-    });
-    let log = stop(watching);
+    let (removed, log) = victim.watched(&kube);
     let blinded: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("cannot list") || l.contains("recursion"))
@@ -375,14 +383,7 @@ fn attack_a_deeply_nested_pod_blinds_every_namespaces_pod_evidence() {
     let status = create_raw(&kube, &format!("/api/v1/namespaces/{TENANT_A}/pods"), &deep);
     assert_eq!(status, 201, "the deep pod was not created");
 
-    let dir = victim.repo.dir.path();
-    let kubeconfig = kube.write_kubeconfig(dir);
-    let config = discover_config_with(dir, "", "volsync = true");
-    let watching = watch(dir, &config, &kubeconfig, "lockwarden-0");
-    let removed = came_within(Duration::from_secs(20), || {
-        !victim.repo.lock_ids().contains(&victim.gone)
-    });
-    let log = stop(watching);
+    let (removed, log) = victim.watched(&kube);
     let blinded: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("recursion") || l.contains("pods"))

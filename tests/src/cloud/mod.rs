@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub use azure::{AZURE_ACCOUNT, AZURE_KEY, AZURITE_WELL_KNOWN_KEY, AzureServer};
 pub use gcs::{GCS_PRIVATE_KEY, GcsServer};
 pub use remote::RemoteDir;
-pub use s3::{PrivateCa, S3_ACCESS_KEY_ID, S3_SECRET_KEY, S3Server};
+pub use s3::{S3_ACCESS_KEY_ID, S3_SECRET_KEY, S3Server};
 
 use crate::restic::TestRepo;
 use process::ServerProcess;

@@ -2,12 +2,12 @@
 //! HTTPS ([`S3Server::shared_tls`]), whose certificate a CA of the test
 //! process's own signs.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::OnceLock;
 
 use super::process::ServerProcess;
 use super::{Bucket, Locations, Store, free_addr, installed, rclone_remote_env, servers_venv};
+use crate::certs::PrivateCa;
 use crate::restic::TestRepo;
 
 /// The access key id restic, rclone and lockwarden use (moto takes any).
@@ -27,118 +27,6 @@ pub struct S3Server {
     pub endpoint: String,
     /// Over TLS: the CA that signs its certificate.
     ca: Option<PrivateCa>,
-}
-
-/// A CA of the test process's own, which no system trusts, and the
-/// certificate it signs for 127.0.0.1, in files that live as long as the
-/// test process.
-pub struct PrivateCa {
-    /// The CA's certificate, PEM.
-    pub pem: String,
-    /// The file holding it.
-    pub path: PathBuf,
-    /// The server's certificate and key.
-    server: (PathBuf, PathBuf),
-    _dir: tempfile::TempDir,
-}
-
-impl PrivateCa {
-    /// A new CA and a certificate it signs for IP address 127.0.0.1, made
-    /// with openssl.
-    pub fn new() -> PrivateCa {
-        let dir = tempfile::tempdir().expect("a directory for the CA");
-        let at = |name: &str| dir.path().join(name);
-        let openssl = |args: &[&str]| {
-            let out = Command::new("openssl")
-                .args(args)
-                .current_dir(dir.path())
-                .output()
-                .expect("openssl runs");
-            assert!(
-                out.status.success(),
-                "openssl {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let key = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
-        openssl(
-            &[
-                &["req", "-x509"][..],
-                &key,
-                &[
-                    "-keyout",
-                    "ca.key",
-                    "-out",
-                    "ca.pem",
-                    "-days",
-                    "7",
-                    "-subj",
-                    "/CN=lockwarden tests private CA",
-                    "-addext",
-                    "basicConstraints=critical,CA:TRUE",
-                    "-addext",
-                    "keyUsage=critical,keyCertSign,cRLSign",
-                ],
-            ]
-            .concat(),
-        );
-        openssl(
-            &[
-                &["req", "-new"][..],
-                &key,
-                &[
-                    "-keyout",
-                    "server.key",
-                    "-out",
-                    "server.csr",
-                    "-subj",
-                    "/CN=127.0.0.1",
-                ],
-            ]
-            .concat(),
-        );
-        std::fs::write(
-            at("server.ext"),
-            "subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n\
-             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
-        )
-        .expect("write the extensions");
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "7",
-            "-extfile",
-            "server.ext",
-        ]);
-        PrivateCa {
-            pem: std::fs::read_to_string(at("ca.pem")).expect("the CA's certificate"),
-            path: at("ca.pem"),
-            server: (at("server.pem"), at("server.key")),
-            _dir: dir,
-        }
-    }
-}
-
-impl Default for PrivateCa {
-    fn default() -> PrivateCa {
-        PrivateCa::new()
-    }
 }
 
 impl S3Server {
@@ -169,8 +57,12 @@ impl S3Server {
         ];
         let shown = |path: &Path| path.to_str().expect("a UTF-8 path").to_owned();
         if let Some(ca) = &ca {
-            let (cert, key) = &ca.server;
-            args.extend(["-c".to_owned(), shown(cert), "-k".to_owned(), shown(key)]);
+            args.extend([
+                "-c".to_owned(),
+                shown(&ca.server_cert),
+                "-k".to_owned(),
+                shown(&ca.server_key),
+            ]);
         }
         let process = ServerProcess::start("moto_server", addr.clone(), &program, &args, &[]);
         let scheme = if ca.is_some() { "https" } else { "http" };
