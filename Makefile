@@ -231,7 +231,7 @@ lint: toolchain ## cargo fmt --check; clippy -D warnings on the host and on wasm
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy $(COMPONENTS) --target wasm32-wasip2 -- -D warnings
 
-bench: toolchain kube servers $(NODE_HOST)/node_modules/.package-lock.json $(POLYGLOT) $(RESTIC_018) ## Measure against restic 0.18 (0.14 beside it) and native code; writes BENCHMARKS.md (not part of test)
+bench: toolchain kube gomod servers $(NODE_HOST)/node_modules/.package-lock.json $(POLYGLOT) $(RESTIC_018) ## Measure against restic 0.18 (0.14 beside it), native code and the other hosts; writes BENCHMARKS.md (not part of test)
 	@./scripts/need.sh /usr/bin/time:time
 	$(CARGO) build --release -p lockwarden -p lockwarden-bench
 	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) ./target/release/lockwarden-bench

@@ -478,27 +478,32 @@ fn requests_per_check(w: &mut String, stores: &[StoreCost]) {
 fn second_host(w: &mut String, hosts: &[HostPair]) {
     let _ = writeln!(
         w,
-        "\n## The same component in a second host: Node.js through jco\n\nThe default policy, \
-         built once, run by lockwarden (wasmtime, cranelift) and by `tests/node-host` (jco \
-         transpile, V8), each timed by its own bench: `lockwarden policy bench` and \
-         `tests/node-host/bench.mjs`, a fresh instance and one `evaluate` per call, the \
-         recorded answers served through the imports. `make test` checks that both give \
-         identical answers on every conformance case. A CPU profile of the Node.js host (53 \
-         calls on the 6-entry request) puts 476 of 560 ms in jco's generated instantiation code \
-         (`_initGenerator`), not in the policy: Node.js pays for a fresh instance per call far \
-         more than wasmtime, whose `InstancePre` and pooling allocator make one cost \
-         microseconds.\n\n| request | entries | wasmtime | \
-         Node.js | Node.js/wasmtime |\n|---|---|---|---|---|"
+        "\n## The same component in other hosts: Node.js through jco, Go through wazero\n\n\
+         The default policy, built once, run by lockwarden (wasmtime, cranelift), by \
+         `tests/node-host` (jco transpile, V8) and by the Go host `hosts/go` (wazero's \
+         compiler, pure Go), each timed by its own bench: `lockwarden policy bench`, \
+         `tests/node-host/bench.mjs` and `go test -bench BenchmarkEvaluate`, a fresh instance \
+         and one `evaluate` per call, the recorded answers served through the imports. The Go \
+         column's spread is over 10 runs of `go test -bench`, each the mean of the calls that \
+         fit in a second. `make test` checks that all three give identical answers on every \
+         conformance case. A CPU profile of the Node.js host (53 calls on the 6-entry request) \
+         puts 476 of 560 ms in jco's generated instantiation code (`_initGenerator`), not in \
+         the policy: Node.js pays for a fresh instance per call far more than wasmtime, whose \
+         `InstancePre` and pooling allocator make one cost microseconds.\n\n\
+         | request | entries | wasmtime | Node.js | Node.js/wasmtime | Go (wazero) | \
+         wazero/wasmtime |\n|---|---|---|---|---|---|---|"
     );
     for h in hosts {
         let _ = writeln!(
             w,
-            "| `{}` | {} | {} | {} | {}x |",
+            "| `{}` | {} | {} | {} | {}x | {} | {}x |",
             h.request,
             h.entries,
             h.wasmtime.show(1e6, "µs"),
             h.node.show(1e6, "µs"),
-            short(h.node.median / h.wasmtime.median)
+            short(h.node.median / h.wasmtime.median),
+            h.go.show(1e6, "µs"),
+            short(h.go.median / h.wasmtime.median)
         );
     }
 }
@@ -631,8 +636,9 @@ fn results_json(r: &Results, machine: &[(String, String)], targets: &[Target]) -
         })).collect::<Vec<_>>(),
         "second_host": r.hosts.iter().map(|h| json!({
             "request": h.request, "entries": h.entries,
-            "wasmtime_s": h.wasmtime.json(), "node_s": h.node.json(),
+            "wasmtime_s": h.wasmtime.json(), "node_s": h.node.json(), "go_s": h.go.json(),
             "ratio": h.node.median / h.wasmtime.median,
+            "go_ratio": h.go.median / h.wasmtime.median,
         })).collect::<Vec<_>>(),
         "pod_end": pod_end_json(&r.pod_end),
         "targets": targets.iter().map(|t| json!({"target": t.name, "measured": t.measured, "met": t.met})).collect::<Vec<_>>(),
@@ -775,16 +781,18 @@ mod tests {
             }],
             hosts: vec![
                 HostPair {
-                    request: "examples/request.json",
+                    request: "examples/request.json".into(),
                     entries: 6,
                     wasmtime: summary(30e-6),
                     node: summary(9e-3),
+                    go: summary(600e-6),
                 },
                 HostPair {
-                    request: "tests/conformance/32-thousands-of-locks.json",
+                    request: "tests/conformance/32-thousands-of-locks.json".into(),
                     entries: 3000,
                     wasmtime: summary(4e-3),
                     node: summary(21e-3),
+                    go: summary(40e-3),
                 },
             ],
             pod_end: crate::pod_end::PodEnd {

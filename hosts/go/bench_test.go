@@ -3,31 +3,35 @@ package lockwarden
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
 
-// BenchmarkEvaluate measures what lockwarden's `policy bench` measures in
-// wasmtime: fresh instances and one evaluation of the default policy, with
-// 1 and 10,000 locks (run through tests/e2e/go_host.rs's fixtures:
-// LOCKWARDEN_GO_HOST_FIXTURES=... go test -run - -bench .).
+// BenchmarkEvaluate measures what make bench measures in wasmtime: a fresh
+// instance and one evaluation of the first suite's component, on each of
+// the fixtures' bench cases (bench/src/go_host.rs writes them and runs
+// `go test -run '^$' -bench BenchmarkEvaluate`).
 func BenchmarkEvaluate(b *testing.B) {
 	f := loadFixturesB(b)
+	if len(f.BenchCases) == 0 {
+		b.Skip("the fixtures name no bench cases")
+	}
 	policy, err := f.load(b, "default", f.Suites[0].Component, Limits{Deadline: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer policy.Close(context.Background())
-	for _, n := range []int{1, 10_000} {
-		req := sampleRequest(0, nil)
-		req.Locks = make([]Lock, n)
-		for i := range req.Locks {
-			req.Locks[i] = Lock{ID: fmt.Sprintf("%064x", i), Time: testNow.Add(-time.Duration(i) * time.Second),
-				Hostname: "other-host", Username: "root", PID: int64(i)}
+	for _, path := range f.BenchCases {
+		c, err := readCase(filepath.Dir(path), strings.TrimSuffix(filepath.Base(path), ".json"))
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.Run(fmt.Sprintf("locks=%d", n), func(b *testing.B) {
+		req, caps := c.prepare()
+		b.Run(fmt.Sprintf("locks=%d", len(req.Locks)), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := policy.Evaluate(context.Background(), testCaps(), req); err != nil {
+				if _, err := policy.Evaluate(context.Background(), caps, req); err != nil {
 					b.Fatal(err)
 				}
 			}

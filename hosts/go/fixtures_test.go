@@ -30,6 +30,10 @@ type fixtures struct {
 	Guests map[string]string `json:"guests"`
 	// CacheDir keeps compiled code between test runs.
 	CacheDir string `json:"cache_dir"`
+	// BenchCases are recorded cases (conformance files) that
+	// BenchmarkEvaluate evaluates with the first suite's component: make
+	// bench writes the requests it also times in lockwarden.
+	BenchCases []string `json:"bench_cases"`
 }
 
 // loadFixturesB is loadFixtures for a benchmark: skipped without them.
