@@ -20,7 +20,7 @@
 use serde_json::Value;
 
 use super::Namespaces;
-use super::api::text;
+use super::field::text;
 
 /// What discovery may read where.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

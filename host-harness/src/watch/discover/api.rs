@@ -15,6 +15,7 @@ use crate::kubernetes::{KubeError, Kubernetes, is_object_name};
 use crate::limits;
 
 use super::access::Access;
+use super::field::text;
 
 /// One round's view of the cluster.
 pub struct ClusterView<'a> {
@@ -315,11 +316,3 @@ const CONFIG_MAP: Referenced = Referenced {
     plural: "configmaps",
     word: "ConfigMap",
 };
-
-/// The string at `pointer` in `object`, if there is a non-empty one.
-pub fn text<'v>(object: &'v Value, pointer: &str) -> Option<&'v str> {
-    object
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-}

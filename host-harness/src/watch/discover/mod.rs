@@ -28,6 +28,7 @@
 
 mod access;
 mod api;
+mod field;
 mod location;
 mod operators;
 mod preview;

@@ -13,7 +13,8 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::api::{ClusterView, SecretUse, text};
+use super::api::{ClusterView, SecretUse};
+use super::field::text;
 use super::{Discovered, Found, Owner, Unusable};
 use crate::repo::Password;
 use crate::repo::backend::scheme_of;

@@ -20,7 +20,8 @@ use serde_json::Value;
 
 use super::super::Found;
 use super::super::access;
-use super::super::api::{ClusterView, text};
+use super::super::api::ClusterView;
+use super::super::field::text;
 use super::{Parts, clean_join, discovered, owner};
 use crate::text::escape;
 use crate::tls::Tls;

@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::super::Found;
-use super::super::api::{ClusterView, text};
+use super::super::api::ClusterView;
+use super::super::field::text;
 use super::{Parts, clean_join, each, pod_suffix};
 use crate::text::escape;
 use crate::tls::Tls;

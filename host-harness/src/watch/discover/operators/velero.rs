@@ -20,7 +20,8 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::super::Found;
-use super::super::api::{ClusterView, text};
+use super::super::api::ClusterView;
+use super::super::field::text;
 use super::{Parts, each, pod_suffix};
 use crate::repo::backend::s3::profile_keys;
 use crate::text::escape;
