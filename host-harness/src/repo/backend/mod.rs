@@ -7,8 +7,9 @@
 //! Adding a backend: write `foo.rs` with a `pub const SCHEME: Scheme` and
 //! `impl Backend`, add `mod foo;` and `foo::SCHEME` to [`SCHEMES`] (before
 //! the restic-binary entry that served `foo:` until then, if any), and add
-//! the real storage to the one conformance suite every backend passes,
-//! hostile cases included (`tests/src/backend_suite/`).
+//! the real storage to the backend suite every backend passes, hostile
+//! cases included (`tests/src/backend_suite/`; the storages this process
+//! can make in memory run the in-process table, `suite/`, as well).
 
 mod azure;
 mod cloud;
@@ -482,8 +483,8 @@ pub enum BackendError {
 }
 
 /// Access to one repository's storage: what every backend promises, stated
-/// once here and proven for each by the backend conformance suite
-/// (`tests/src/conformance/`). What may be removed, and what a failed
+/// once here and proven for each by the backend suite (`suite/` in
+/// process, `tests/src/backend_suite/` on the real storages). What may be removed, and what a failed
 /// removal means, is decided above the backends
 /// ([`crate::repo::Repository`]), from the facts these methods supply.
 pub trait Backend: Send + Sync {
