@@ -61,6 +61,17 @@ pub enum HoldError {
     },
 }
 
+/// A lock not taken or lost is restic's "cannot lock"; a repository's
+/// failure keeps its kind.
+impl crate::error::Classify for HoldError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            HoldError::Locked(_) | HoldError::Lost(_) => crate::error::ErrorKind::Locked,
+            HoldError::Repo(e) | HoldError::NotReleased { cause: e, .. } => e.kind(),
+        }
+    }
+}
+
 /// What conflicts with a lock of kind `exclusive` among `set`, our own lock
 /// `own` aside, in restic's words; `None` when nothing does. An exclusive
 /// lock conflicts with every other lock, a shared one with exclusive locks.

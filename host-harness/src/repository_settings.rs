@@ -146,6 +146,13 @@ pub struct SettingsRefused {
     pub error: PluginError,
 }
 
+/// The kind of the policy's refusal.
+impl crate::error::Classify for SettingsRefused {
+    fn kind(&self) -> crate::error::ErrorKind {
+        crate::error::Classify::kind(&self.error)
+    }
+}
+
 impl RepositorySettings {
     /// Reads the password now (a command may run for the timeout).
     pub fn password(&self) -> Result<Password, PasswordError> {

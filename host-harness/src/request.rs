@@ -110,14 +110,37 @@ pub struct RecordedUnreadable {
     pub first_seen: Option<String>,
 }
 
+/// Why a recorded request is refused: the line and column of its JSON, or
+/// the field at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// It is not JSON of a request's shape.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A time is not RFC 3339.
+    #[error("{field}: {cause}")]
+    Time {
+        /// The field (`locks[0].time`).
+        field: String,
+        /// What is wrong with it.
+        cause: String,
+    },
+}
+
+/// The RFC 3339 time `text` of the request's field `field`.
+fn rfc3339(text: &str, field: impl FnOnce() -> String) -> Result<i64, RequestError> {
+    parse_rfc3339(text).map_err(|cause| RequestError::Time {
+        field: field(),
+        cause,
+    })
+}
+
 /// An optional RFC 3339 time of a request; the error names `field`.
 fn optional_time(
     text: Option<&str>,
     field: impl FnOnce() -> String,
-) -> Result<Option<i64>, String> {
-    text.map(parse_rfc3339)
-        .transpose()
-        .map_err(|e| format!("{}: {e}", field()))
+) -> Result<Option<i64>, RequestError> {
+    text.map(|text| rfc3339(text, field)).transpose()
 }
 
 /// A liveness answer: `"alive"`, `"dead"`, `"unknown"`, or
@@ -185,10 +208,8 @@ pub struct Prepared {
 impl Prepared {
     /// Parses a recorded request and prepares it; the error names the line
     /// and column, or the field at fault.
-    pub fn from_json(text: &str) -> Result<Prepared, String> {
-        RecordedRequest::from_json(text)
-            .map_err(|e| e.to_string())
-            .and_then(RecordedRequest::prepare)
+    pub fn from_json(text: &str) -> Result<Prepared, RequestError> {
+        RecordedRequest::from_json(text)?.prepare()
     }
 }
 
@@ -199,12 +220,12 @@ impl RecordedRequest {
     }
 
     /// Converts times and answers; the error names the field at fault.
-    pub fn prepare(self) -> Result<Prepared, String> {
-        let now = parse_rfc3339(&self.now).map_err(|e| format!("field `now`: {e}"))?;
+    pub fn prepare(self) -> Result<Prepared, RequestError> {
+        let now = rfc3339(&self.now, || "field `now`".to_owned())?;
         let mut evidence = Recorded::new(self.local_hostname);
         let mut locks = Vec::with_capacity(self.locks.len());
         for (i, l) in self.locks.into_iter().enumerate() {
-            let time = parse_rfc3339(&l.time).map_err(|e| format!("locks[{i}].time: {e}"))?;
+            let time = rfc3339(&l.time, || format!("locks[{i}].time"))?;
             let first_seen =
                 optional_time(l.first_seen.as_deref(), || format!("locks[{i}].first_seen"))?;
             let stored_at =
@@ -256,5 +277,42 @@ impl RecordedRequest {
             request,
             evidence,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Prepared;
+
+    #[test]
+    fn a_refusal_names_the_line_and_column_or_the_field() {
+        let refused = |text: &str| {
+            Prepared::from_json(text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(refused("{").contains("line 1 column 1"), "{}", refused("{"));
+        let request = |now: &str, time: &str| {
+            format!(
+                r#"{{"now": "{now}", "local_hostname": "h",
+                "repository": {{"id": "r", "location": "/r", "backend": "local", "version": 2}},
+                "locks": [{{"id": "a", "time": "{time}", "exclusive": false, "hostname": "h",
+                "username": "u", "pid": 1, "uid": 0, "gid": 0,
+                "process": "alive", "host": "alive"}}]}}"#
+            )
+        };
+        let good = "2026-11-30T12:00:00Z";
+        assert_eq!(refused(&request(good, good)), "");
+        assert!(
+            refused(&request("yesterday", good)).starts_with("field `now`: "),
+            "{}",
+            refused(&request("yesterday", good))
+        );
+        assert!(
+            refused(&request(good, "soon")).starts_with("locks[0].time: "),
+            "{}",
+            refused(&request(good, "soon"))
+        );
     }
 }

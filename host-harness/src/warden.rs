@@ -38,6 +38,18 @@ impl From<PluginError> for WardenError {
     }
 }
 
+/// The kind of what failed; the first-seen store's failure is none of the
+/// user's kinds.
+impl crate::error::Classify for WardenError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            WardenError::Repo(e) => e.kind(),
+            WardenError::Plugin(e) => e.kind(),
+            WardenError::FirstSeen(_) => crate::error::ErrorKind::Failed,
+        }
+    }
+}
+
 /// What to do about stale locks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Act {

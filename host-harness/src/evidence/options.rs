@@ -1,6 +1,7 @@
 //! Which evidence a check gathers, as a user writes it: on the command line
 //! (`--hosts-command`, ...) or in a watched repository's `evidence` table.
 
+use crate::error::{Classify, ErrorKind};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -85,6 +86,18 @@ impl EvidenceOptions {
             inventory,
             timeout,
         })
+    }
+}
+
+/// Evidence options are the user's to fix.
+impl Classify for EvidenceError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            EvidenceError::TwoInventories
+            | EvidenceError::NoCoverage
+            | EvidenceError::NoInventory
+            | EvidenceError::BadRegex(_) => ErrorKind::Usage,
+        }
     }
 }
 

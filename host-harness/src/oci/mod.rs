@@ -140,6 +140,26 @@ pub enum OciError {
     },
 }
 
+/// A registry's failures are none of the user's kinds: exit code 1 (13
+/// and 14 say the repository's storage refused or cannot be reached, not a
+/// registry).
+impl crate::error::Classify for OciError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            OciError::InsecureNotLoopback { .. }
+            | OciError::Credentials { .. }
+            | OciError::Unreachable { .. }
+            | OciError::Denied { .. }
+            | OciError::NotFound { .. }
+            | OciError::DigestMismatch { .. }
+            | OciError::NotWasmArtifact { .. }
+            | OciError::NotComponent { .. }
+            | OciError::Reference(_)
+            | OciError::Registry { .. } => crate::error::ErrorKind::Failed,
+        }
+    }
+}
+
 /// A pulled policy.
 #[derive(Debug)]
 pub struct Pulled {

@@ -153,6 +153,27 @@ pub enum RepoError {
     },
 }
 
+/// A missing repository, a wrong password, refused credentials and an
+/// unreachable storage each have their exit code; the rest failed.
+impl crate::error::Classify for RepoError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self {
+            RepoError::NoRepository { .. } => ErrorKind::NoRepository,
+            RepoError::WrongPassword { .. } => ErrorKind::WrongPassword,
+            RepoError::Denied { .. } => ErrorKind::Denied,
+            RepoError::Unreachable { .. } => ErrorKind::Unreachable,
+            RepoError::NoUsableKey { .. }
+            | RepoError::TooManyKeys { .. }
+            | RepoError::RemovalUnsupported { .. }
+            | RepoError::NotLockDirectory { .. }
+            | RepoError::NotRemovable { .. }
+            | RepoError::DeadlinePassed { .. }
+            | RepoError::Other { .. } => ErrorKind::Failed,
+        }
+    }
+}
+
 /// A lock file ready to be written: its id and its stored bytes.
 #[derive(Debug, Clone)]
 pub struct SealedLock {
@@ -519,17 +540,7 @@ impl Repository {
             .iter()
             .filter(|f| !known.get(&f.name).is_some_and(|k| k.listed_as(f)))
             .collect();
-        let workers = self.capabilities().parallel_reads.max(1);
-        let mut fresh = std::collections::HashMap::new();
-        let reads = parallel_map(&new, workers, |file| {
-            if deadline.passed() {
-                return Read::Late;
-            }
-            self.read_lock(file)
-        });
-        for (file, read) in new.iter().zip(reads) {
-            fresh.insert(file.name.as_str(), read);
-        }
+        let mut fresh = self.read_new(&new, deadline);
         let mut set = LockSet::default();
         let mut late = 0;
         for file in files {
@@ -569,6 +580,23 @@ impl Repository {
             return Err(out_of_time(deadline, &self.location.redacted(), &undone));
         }
         Ok(set)
+    }
+
+    /// Reads `new` in parallel, by name; none is begun after `deadline`
+    /// (each of those is [`Read::Late`]).
+    fn read_new<'f>(
+        &self,
+        new: &[&'f FileInfo],
+        deadline: Deadline,
+    ) -> std::collections::HashMap<&'f str, Read> {
+        let workers = self.capabilities().parallel_reads.max(1);
+        let reads = parallel_map(new, workers, |file| {
+            if deadline.passed() {
+                return Read::Late;
+            }
+            self.read_lock(file)
+        });
+        new.iter().map(|f| f.name.as_str()).zip(reads).collect()
     }
 
     /// Reads and decodes one listed lock file.

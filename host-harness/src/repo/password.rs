@@ -88,6 +88,18 @@ pub enum PasswordError {
     Empty,
 }
 
+/// An empty password is the user's to fix; a file or command that fails is
+/// not (restic, too, exits 1 then).
+impl crate::error::Classify for PasswordError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self {
+            PasswordError::Empty => ErrorKind::Usage,
+            PasswordError::File { .. } | PasswordError::Command(_) => ErrorKind::Failed,
+        }
+    }
+}
+
 impl PasswordSource {
     /// Reads the password now: a file within [`limits::PASSWORD`] bytes (a
     /// regular file only), a command within `timeout`, a variable as it is

@@ -2,6 +2,7 @@
 //! the plugin did and what to do next.
 
 use crate::contract::PolicyError;
+use crate::error::{Classify, ErrorKind};
 
 /// A policy could not be loaded, or an evaluation failed. Whenever this is
 /// returned, nothing may be removed.
@@ -119,14 +120,36 @@ fn describe(error: &PolicyError) -> String {
 }
 
 impl PluginError {
-    /// True when the user's input (a setting) is at fault, not the plugin.
+    /// True when the user's input (a setting) is at fault, not the plugin:
+    /// its kind is [`ErrorKind::Usage`].
     pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
+        self.kind() == ErrorKind::Usage
+    }
+}
+
+/// A setting the policy refuses as invalid is the user's to fix; every
+/// other failure of a policy is not.
+impl Classify for PluginError {
+    fn kind(&self) -> ErrorKind {
+        match self {
             PluginError::Refused {
                 error: PolicyError::InvalidSetting(_),
                 ..
+            } => ErrorKind::Usage,
+            PluginError::Refused {
+                error: PolicyError::Failed(_),
+                ..
             }
-        )
+            | PluginError::Compile { .. }
+            | PluginError::NotAPolicy { .. }
+            | PluginError::ContractMismatch { .. }
+            | PluginError::ForbiddenImport { .. }
+            | PluginError::Link { .. }
+            | PluginError::Timeout { .. }
+            | PluginError::MemoryLimit { .. }
+            | PluginError::Trap { .. }
+            | PluginError::BadRequest { .. }
+            | PluginError::BadVerdicts { .. } => ErrorKind::Failed,
+        }
     }
 }

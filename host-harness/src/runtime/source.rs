@@ -74,6 +74,18 @@ pub enum LoadError {
     Plugin(#[from] PluginError),
 }
 
+/// A registry's or a component's failure has its kind; a file that cannot
+/// be read failed.
+impl crate::error::Classify for LoadError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            LoadError::Read { .. } => crate::error::ErrorKind::Failed,
+            LoadError::Oci(e) => e.kind(),
+            LoadError::Plugin(e) => e.kind(),
+        }
+    }
+}
+
 impl Runtime {
     /// Fetches (from a file or a registry) and loads the policy at `source`.
     /// A policy pulled from a registry is named by its digest in every

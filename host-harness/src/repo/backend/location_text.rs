@@ -12,6 +12,15 @@ pub enum LocationError {
     Invalid(String),
 }
 
+/// A location is what the user gave.
+impl crate::error::Classify for LocationError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            LocationError::Empty | LocationError::Invalid(_) => crate::error::ErrorKind::Usage,
+        }
+    }
+}
+
 /// Replaces the password of a `user:password@host` part of a repository
 /// string with `***` (everything up to the last `@` counts as user
 /// information, so a password holding a `/` is hidden too, and a malformed

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::Namespaces;
 use super::field::text;
+use crate::text::escape;
 
 /// What discovery may read where.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,24 +36,68 @@ impl Access {
     /// Whether an object in `from` may have lockwarden read `what` (`Secret
     /// x`) in `to`; `granted` when the referenced object's owner allows
     /// `from` ([`granted`]). The error says why not, for the object's owner.
-    pub fn check(&self, from: &str, to: &str, what: &str, granted: bool) -> Result<(), String> {
-        let shown = || format!("{what} in namespace {}", crate::text::escape(to));
+    pub fn check(
+        &self,
+        from: &str,
+        to: &str,
+        what: &str,
+        granted: bool,
+    ) -> Result<(), AccessRefused> {
         if !self.namespaces.includes(to) {
-            return Err(format!(
-                "it names {}, where discovery does not look (namespaces, exclude_namespaces)",
-                shown()
-            ));
+            return Err(AccessRefused::NotLooked {
+                what: what.to_owned(),
+                to: to.to_owned(),
+            });
         }
         if from == to || granted || self.single_tenant {
             return Ok(());
         }
-        Err(format!(
-            "it names {}, another namespace, which does not allow namespace {} to use it; \
-             an object may name only what its own namespace holds (single_tenant = true \
-             lifts this where namespaces trust each other)",
-            shown(),
-            crate::text::escape(from)
-        ))
+        Err(AccessRefused::NotGranted {
+            what: what.to_owned(),
+            to: to.to_owned(),
+            from: from.to_owned(),
+        })
+    }
+}
+
+/// Why an object may not have lockwarden read `what` (`Secret x`) in
+/// namespace `to`: the object's own fields, nothing read from `to`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccessRefused {
+    /// `to` is not a namespace discovery looks in.
+    #[error(
+        "it names {what} in namespace {}, where discovery does not look (namespaces, \
+         exclude_namespaces)",
+        escape(.to)
+    )]
+    NotLooked {
+        /// What the object names (`Secret x`).
+        what: String,
+        /// Where.
+        to: String,
+    },
+    /// `to` is another namespace, which does not allow `from` to use it.
+    #[error(
+        "it names {what} in namespace {}, another namespace, which does not allow namespace {} \
+         to use it; an object may name only what its own namespace holds (single_tenant = true \
+         lifts this where namespaces trust each other)",
+        escape(.to),
+        escape(.from)
+    )]
+    NotGranted {
+        /// What the object names (`Secret x`).
+        what: String,
+        /// Where.
+        to: String,
+        /// The object's namespace.
+        from: String,
+    },
+}
+
+/// A refusal is shown as the reason its object gives no repository.
+impl From<AccessRefused> for String {
+    fn from(refused: AccessRefused) -> String {
+        refused.to_string()
     }
 }
 
@@ -99,7 +144,8 @@ mod tests {
         assert!(open.check("a", "b", "Secret s", true).is_ok());
         let refused = open
             .check("a", "b", "Secret s", false)
-            .expect_err("refused");
+            .expect_err("refused")
+            .to_string();
         assert!(refused.contains("Secret s in namespace b"), "{refused}");
         // Never into an excluded or not-included namespace, granted or not,
         // single tenant or not.
@@ -117,8 +163,30 @@ mod tests {
         // A name with controls is shown escaped.
         let shown = open
             .check("a", "b\n", "Secret s", false)
-            .expect_err("refused");
+            .expect_err("refused")
+            .to_string();
         assert!(shown.contains("b\\n"), "{shown}");
+    }
+
+    #[test]
+    fn a_refusal_names_the_setting_that_refuses_it() {
+        let open = access(&[], &["kube-system"], false);
+        let said = |to: &str| {
+            open.check("a", to, "Secret s", false)
+                .expect_err("refused")
+                .to_string()
+        };
+        assert_eq!(
+            said("kube-system"),
+            "it names Secret s in namespace kube-system, where discovery does not look \
+             (namespaces, exclude_namespaces)"
+        );
+        assert_eq!(
+            said("b"),
+            "it names Secret s in namespace b, another namespace, which does not allow \
+             namespace a to use it; an object may name only what its own namespace holds \
+             (single_tenant = true lifts this where namespaces trust each other)"
+        );
     }
 
     #[test]

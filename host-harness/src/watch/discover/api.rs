@@ -14,8 +14,11 @@ use serde_json::Value;
 use crate::kubernetes::{KubeError, Kubernetes, is_object_name};
 use crate::limits;
 
-use super::access::Access;
+use super::access::{Access, AccessRefused};
 use super::field::text;
+
+mod reference_error;
+pub use reference_error::{Named, ReferenceError};
 
 /// One round's view of the cluster.
 pub struct ClusterView<'a> {
@@ -24,7 +27,7 @@ pub struct ClusterView<'a> {
     access: &'a Access,
     /// The Secrets and ConfigMaps read this round, by resource, namespace
     /// and name.
-    secrets: RefCell<HashMap<Slot, Result<Value, String>>>,
+    secrets: RefCell<HashMap<Slot, Result<Value, ReferenceError>>>,
     /// The namespaces whose objects a list since the last
     /// [`ClusterView::take_blind`] could not hold, and why.
     blind: RefCell<BTreeMap<String, String>>,
@@ -113,14 +116,25 @@ impl<'a> ClusterView<'a> {
     }
 
     /// Whether an object in `from` may name `what` in `to` ([`Access::check`]).
-    pub fn may_name(&self, from: &str, to: &str, what: &str, granted: bool) -> Result<(), String> {
+    pub fn may_name(
+        &self,
+        from: &str,
+        to: &str,
+        what: &str,
+        granted: bool,
+    ) -> Result<(), AccessRefused> {
         self.access.check(from, to, what, granted)
     }
 
     /// Key `key` of Secret `name` in `namespace`, named by an object of the
     /// same namespace, as text. The error says which Secret and key and
     /// why, never a value.
-    pub fn secret_value(&self, namespace: &str, name: &str, key: &str) -> Result<String, String> {
+    pub fn secret_value(
+        &self,
+        namespace: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<String, ReferenceError> {
         self.named_secret_value(namespace, namespace, name, key)
     }
 
@@ -133,7 +147,7 @@ impl<'a> ClusterView<'a> {
         namespace: &str,
         name: &str,
         key: &str,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, ReferenceError> {
         let secret = self.secret(namespace, namespace, name)?;
         if secret
             .pointer("/data")
@@ -153,19 +167,15 @@ impl<'a> ClusterView<'a> {
         namespace: &str,
         name: &str,
         key: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, ReferenceError> {
         let map = self.fetch(&CONFIG_MAP, namespace, namespace, name)?;
         map.pointer("/data")
             .and_then(|data| data.get(key))
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| {
-                format!(
-                    "key {} of ConfigMap {}/{} does not exist",
-                    crate::text::escape(key),
-                    crate::text::escape(namespace),
-                    crate::text::escape(name)
-                )
+            .ok_or_else(|| ReferenceError::NoKey {
+                key: key.to_owned(),
+                object: CONFIG_MAP.named(namespace, name),
             })
     }
 
@@ -178,23 +188,27 @@ impl<'a> ClusterView<'a> {
         namespace: &str,
         name: &str,
         key: &str,
-    ) -> Result<String, String> {
-        let shown = format!(
-            "key {} of Secret {}/{}",
-            crate::text::escape(key),
-            crate::text::escape(namespace),
-            crate::text::escape(name)
-        );
+    ) -> Result<String, ReferenceError> {
         let secret = self.secret(from, namespace, name)?;
+        let object = || SECRET.named(namespace, name);
         let encoded = secret
             .pointer("/data")
             .and_then(|data| data.get(key))
             .and_then(Value::as_str)
-            .ok_or_else(|| format!("{shown} does not exist"))?;
+            .ok_or_else(|| ReferenceError::NoKey {
+                key: key.to_owned(),
+                object: object(),
+            })?;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(encoded)
-            .map_err(|_| format!("{shown} is not base64"))?;
-        let value = String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8 text"))?;
+            .map_err(|_| ReferenceError::NotBase64 {
+                key: key.to_owned(),
+                object: object(),
+            })?;
+        let value = String::from_utf8(bytes).map_err(|_| ReferenceError::NotText {
+            key: key.to_owned(),
+            object: object(),
+        })?;
         let slot = (namespace.to_owned(), name.to_owned());
         self.used
             .borrow_mut()
@@ -210,7 +224,7 @@ impl<'a> ClusterView<'a> {
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Vec<(String, String)>, String> {
+    ) -> Result<Vec<(String, String)>, ReferenceError> {
         let secret = self.secret(namespace, namespace, name)?;
         let keys: Vec<String> = secret
             .pointer("/data")
@@ -228,7 +242,7 @@ impl<'a> ClusterView<'a> {
 
     /// Secret `name` in `namespace`, named by an object in `from`: what
     /// [`Access`] allows, asked before anything is read.
-    fn secret(&self, from: &str, namespace: &str, name: &str) -> Result<Value, String> {
+    fn secret(&self, from: &str, namespace: &str, name: &str) -> Result<Value, ReferenceError> {
         self.fetch(&SECRET, from, namespace, name)
     }
 
@@ -243,32 +257,22 @@ impl<'a> ClusterView<'a> {
         from: &str,
         namespace: &str,
         name: &str,
-    ) -> Result<Value, String> {
-        let word = kind.word;
-        let what = format!("{word} {}", crate::text::escape(name));
+    ) -> Result<Value, ReferenceError> {
+        let what = format!("{} {}", kind.word, crate::text::escape(name));
         self.access.check(from, namespace, &what, false)?;
         let slot = (kind.plural, namespace.to_owned(), name.to_owned());
         if let Some(known) = self.secrets.borrow().get(&slot) {
             return known.clone();
         }
         if !is_object_name(namespace) || !is_object_name(name) {
-            return Err(format!(
-                "{word} {}/{} is not a name the API gives",
-                crate::text::escape(namespace),
-                crate::text::escape(name)
-            ));
+            return Err(ReferenceError::NotAName(kind.named(namespace, name)));
         }
         // One namespace's objects cannot make a round as long as they like:
         // the Secrets of one namespace asked for in a round are bounded.
         let mut asked = self.asked.borrow_mut();
         let count = asked.entry(namespace.to_owned()).or_default();
         if *count >= limits::DISCOVERED_REPOSITORIES {
-            return Err(format!(
-                "namespace {} names more than {} Secrets and ConfigMaps; the objects naming the \
-                 others are not read",
-                crate::text::escape(namespace),
-                limits::DISCOVERED_REPOSITORIES
-            ));
+            return Err(ReferenceError::TooMany(namespace.to_owned()));
         }
         *count += 1;
         drop(asked);
@@ -277,17 +281,9 @@ impl<'a> ClusterView<'a> {
             .client
             .get::<Value>(self.timeout, &path)
             .map_err(|e| match e.code() {
-                Some(403) => format!(
-                    "lockwarden may not read {word} {}/{} (403: its RBAC grants no get there; docs/kubernetes.md#installing)",
-                    crate::text::escape(namespace),
-                    crate::text::escape(name)
-                ),
-                Some(404) => format!(
-                    "{word} {}/{} does not exist",
-                    crate::text::escape(namespace),
-                    crate::text::escape(name)
-                ),
-                _ => e.to_string(),
+                Some(403) => ReferenceError::Forbidden(kind.named(namespace, name)),
+                Some(404) => ReferenceError::Missing(kind.named(namespace, name)),
+                _ => ReferenceError::Api(e),
             });
         self.secrets.borrow_mut().insert(slot, read.clone());
         read
@@ -305,6 +301,17 @@ struct Referenced {
     plural: &'static str,
     /// Its kind, for messages.
     word: &'static str,
+}
+
+impl Referenced {
+    /// The object of this kind named `name` in `namespace`.
+    fn named(&self, namespace: &str, name: &str) -> Named {
+        Named {
+            word: self.word,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
 }
 
 const SECRET: Referenced = Referenced {

@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::api::{ClusterView, SecretUse};
 use super::field::text;
 use super::{Discovered, Found, Owner, Unusable};
+use crate::kubernetes::KubeError;
 use crate::repo::Password;
 use crate::repo::backend::scheme_of;
 use crate::tls::Tls;
@@ -250,17 +251,16 @@ fn credentials(parts: &Parts) -> Result<(), String> {
 }
 
 /// Each object of `plural` in `group_version`, as `kind`, made into a
-/// repository by `parts` (objects without a name are skipped).
+/// repository by `parts` (objects without a name are skipped). `Err` when
+/// the objects cannot be listed.
 fn each(
     view: &ClusterView<'_>,
     group_version: &str,
     plural: &str,
     kind: &str,
     parts: impl Fn(&Value, &Owner) -> Option<Result<Parts, String>>,
-) -> Result<Vec<Found>, String> {
-    let objects = view
-        .objects(group_version, plural)
-        .map_err(|e| e.to_string())?;
+) -> Result<Vec<Found>, KubeError> {
+    let objects = view.objects(group_version, plural)?;
     Ok(objects
         .iter()
         .filter_map(|object| {

@@ -19,6 +19,7 @@ use super::super::Found;
 use super::super::api::ClusterView;
 use super::super::field::text;
 use super::{Parts, each, pod_suffix};
+use crate::kubernetes::KubeError;
 
 /// The pods restic runs in for K8up.
 pub(super) const HOSTS: &str = concat!("^(backup|check|prune|archive|restore)-.+-", pod_suffix!());
@@ -36,7 +37,7 @@ const KINDS: [(&str, &str); 6] = [
 ];
 
 /// The repositories of every K8up object with a backend.
-pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, String> {
+pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, KubeError> {
     let mut found = Vec::new();
     for (plural, kind) in KINDS {
         found.extend(each(view, GROUP_VERSION, plural, kind, |object, owner| {
@@ -58,7 +59,9 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
         let name = text(backend, &format!("{field}/name"));
         let key = text(backend, &format!("{field}/key"));
         match (name, key) {
-            (Some(name), Some(key)) => view.secret_value(namespace, name, key),
+            (Some(name), Some(key)) => view
+                .secret_value(namespace, name, key)
+                .map_err(String::from),
             _ => Err(format!(
                 "its backend has no {}",
                 field.trim_start_matches('/')

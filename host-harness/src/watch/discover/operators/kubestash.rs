@@ -23,17 +23,15 @@ use super::super::access;
 use super::super::api::ClusterView;
 use super::super::field::text;
 use super::{Parts, clean_join, discovered, owner};
+use crate::kubernetes::KubeError;
 use crate::text::escape;
 use crate::tls::Tls;
 
 const GROUP_VERSION: &str = "storage.kubestash.com/v1alpha1";
 
 /// The restic repositories of every KubeStash Repository.
-pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, String> {
-    let list = |plural: &str| {
-        view.objects(GROUP_VERSION, plural)
-            .map_err(|e| e.to_string())
-    };
+pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, KubeError> {
+    let list = |plural: &str| view.objects(GROUP_VERSION, plural);
     let storages = list("backupstorages")?;
     let snapshots = list("snapshots")?;
     let mut found = Vec::new();

@@ -20,6 +20,7 @@ use super::super::Found;
 use super::super::api::ClusterView;
 use super::super::field::text;
 use super::{Parts, clean_join, each, pod_suffix};
+use crate::kubernetes::KubeError;
 use crate::text::escape;
 use crate::tls::Tls;
 
@@ -29,7 +30,7 @@ pub(super) const HOSTS: &str = concat!("^stash-(backup|restore)-.+-", pod_suffix
 const GROUP_VERSION: &str = "stash.appscode.com/v1alpha1";
 
 /// The repositories of every Stash Repository.
-pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, String> {
+pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, KubeError> {
     each(
         view,
         GROUP_VERSION,

@@ -20,9 +20,10 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::super::Found;
-use super::super::api::ClusterView;
+use super::super::api::{ClusterView, ReferenceError};
 use super::super::field::text;
 use super::{Parts, each, pod_suffix};
+use crate::kubernetes::KubeError;
 use crate::repo::backend::s3::profile_keys;
 use crate::text::escape;
 use crate::tls::Tls;
@@ -38,10 +39,8 @@ pub(super) const HOSTS: &str = concat!(
 );
 
 /// The restic repositories of every BackupRepository.
-pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, String> {
-    let locations = view
-        .objects(GROUP_VERSION, "backupstoragelocations")
-        .map_err(|e| e.to_string())?;
+pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, KubeError> {
+    let locations = view.objects(GROUP_VERSION, "backupstoragelocations")?;
     each(
         view,
         GROUP_VERSION,
@@ -128,7 +127,7 @@ fn parts(
 fn tls(
     bsl: &Value,
     name: &str,
-    secret: impl Fn(&str, &str) -> Result<String, String>,
+    secret: impl Fn(&str, &str) -> Result<String, ReferenceError>,
 ) -> Result<Tls, String> {
     let field = |path: &str| format!("BackupStorageLocation {}'s {path}", escape(name));
     let insecure = text(bsl, "/spec/config/insecureSkipTLSVerify")
@@ -210,6 +209,8 @@ mod tests {
     use base64::Engine as _;
     use serde_json::{Value, json};
 
+    use super::super::super::api::{Named, ReferenceError};
+
     #[test]
     fn a_repository_on_another_storage_is_refused_by_its_scheme() {
         assert_eq!(super::readable("s3:https://minio/b/restic/ns"), Ok(()));
@@ -235,9 +236,14 @@ mod tests {
     fn tls(spec: Value) -> Result<Tls, String> {
         super::tls(&bsl(spec), "default", |secret, key| match (secret, key) {
             ("ca", "ca.crt") => Ok(TEST_CA.to_owned()),
-            _ => Err(format!(
-                "key {key} of Secret velero/{secret} does not exist"
-            )),
+            _ => Err(ReferenceError::NoKey {
+                key: key.to_owned(),
+                object: Named {
+                    word: "Secret",
+                    namespace: "velero".into(),
+                    name: secret.to_owned(),
+                },
+            }),
         })
     }
 

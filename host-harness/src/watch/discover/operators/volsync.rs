@@ -14,9 +14,10 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::super::Found;
-use super::super::api::ClusterView;
+use super::super::api::{ClusterView, ReferenceError};
 use super::super::field::text;
 use super::{Parts, each, pod_suffix};
+use crate::kubernetes::KubeError;
 use crate::text::escape;
 use crate::tls::Tls;
 
@@ -27,7 +28,7 @@ const GROUP_VERSION: &str = "volsync.backube/v1alpha1";
 
 /// The restic repositories of every ReplicationSource and
 /// ReplicationDestination.
-pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, String> {
+pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, KubeError> {
     let mut found = Vec::new();
     for (plural, kind) in [
         ("replicationsources", "ReplicationSource"),
@@ -72,8 +73,8 @@ fn parts(
 fn tls(
     object: &Value,
     namespace: &str,
-    secret: impl Fn(&str, &str) -> Result<String, String>,
-    config_map: impl Fn(&str, &str) -> Result<String, String>,
+    secret: impl Fn(&str, &str) -> Result<String, ReferenceError>,
+    config_map: impl Fn(&str, &str) -> Result<String, ReferenceError>,
 ) -> Result<Tls, String> {
     let Some(custom) = object.pointer("/spec/restic/customCA") else {
         return Ok(Tls::Default);
@@ -103,6 +104,7 @@ fn tls(
 mod tests {
     use serde_json::{Value, json};
 
+    use super::super::super::api::{Named, ReferenceError};
     use crate::tls::Tls;
     use crate::tls::tests::TEST_CA;
 
@@ -116,7 +118,14 @@ mod tests {
                 if (name, key) == (held, "ca.crt") {
                     Ok(TEST_CA.to_owned())
                 } else {
-                    Err(format!("key {key} of {kind} app/{name} does not exist"))
+                    Err(ReferenceError::NoKey {
+                        key: key.to_owned(),
+                        object: Named {
+                            word: kind,
+                            namespace: "app".into(),
+                            name: name.to_owned(),
+                        },
+                    })
                 }
             }
         };
