@@ -6,14 +6,15 @@
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
-use crate::evidence::inventory;
+use crate::evidence::pod_list;
 use crate::limits;
 use crate::oci::{OciReference, wasm_layer};
 use crate::repo::backend::parse_listing;
 use crate::repo::crypto::Key;
 use crate::repo::{keys, lockfile};
 use crate::request::RecordedRequest;
-use crate::watch::config::{Defaults, WatchConfig};
+use crate::watch::config::WatchConfig;
+use crate::watch::repository::Defaults;
 
 fn key() -> Key {
     Key::new([1; 32], [2; 16], [3; 16])
@@ -177,7 +178,7 @@ proptest! {
     #[test]
     fn recorded_requests_and_inventories_never_panic(text in "\\PC{0,300}") {
         let _ = RecordedRequest::from_json(&text).map(RecordedRequest::prepare);
-        let _ = inventory::parse(&text);
+        let _ = pod_list::parse(&text);
     }
 
     #[test]

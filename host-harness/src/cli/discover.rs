@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use clap::Args;
 use lockwarden::kubernetes::Kubernetes;
 use lockwarden::text::escape;
-use lockwarden::watch::config::{Defaults, WatchConfig};
+use lockwarden::watch::config::WatchConfig;
 use lockwarden::watch::discover::{Opening, Preview, Seen};
+use lockwarden::watch::repository::Defaults;
 
 use super::{Failure, Outcome, json_text};
 

@@ -5,6 +5,7 @@ pub mod compose;
 pub(crate) mod inventory;
 mod live;
 mod options;
+pub(crate) mod pod_list;
 pub mod pod_watch;
 mod process;
 #[cfg(target_os = "linux")]
@@ -15,9 +16,10 @@ mod shared_pods;
 
 pub use compose::{Composed, Source, combine};
 pub use inventory::ObservedInventory;
-pub use inventory::{HostRecord, Inventory, InventorySource};
+pub use inventory::{Inventory, InventorySource};
 pub use live::{EvidenceConfig, Observations, OwnChildren};
 pub use options::{EvidenceError, EvidenceOptions};
+pub use pod_list::HostRecord;
 pub use process::{LocalProcesses, Probe, ProcessTable};
 #[cfg(target_os = "linux")]
 pub use process_linux::{LinuxProcesses, ProcessId, hostname, pid_namespace_problem, process_tree};

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::inventory::{PodState, pod_state};
+use super::pod_list::{PodState, pod_state};
 use super::shared_pods;
 use crate::kubernetes::Kubernetes;
 use crate::limits;

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::inventory::{Hosts, pods};
+use super::pod_list::{Hosts, pods};
 use crate::kubernetes::Connection;
 use crate::kubernetes::pods::list_pods;
 use crate::time::now;

@@ -39,6 +39,7 @@
 //!           "unreadable_file", "checks_failing", "recovered"]   # default: all
 //! ```
 
+use crate::error::{Classify, ErrorKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -56,9 +57,10 @@ use crate::runtime::PolicySource;
 use crate::text::escape;
 use crate::time::parse_duration;
 
-use super::discover::{DiscoverEntry, Discovery, Owner, Template};
+use super::discover::{DiscoverEntry, Discovery, Template};
 use super::leader::LeaderEntry;
 use super::notify::settings::{NotifyConfig, NotifyProblem, NotifySettings};
+use super::repository::{Defaults, MIN_INTERVAL, Mode, WatchedRepository};
 
 /// Why a watch configuration is refused: the file, then the problem. Never
 /// quotes the file (it may hold a password command).
@@ -142,23 +144,6 @@ pub enum RepositoryProblem {
     ShadowSettings,
 }
 
-/// The shortest interval: a check more often than this only burns CPU (and,
-/// on object storage, money).
-pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
-
-/// What the command line gives every repository that names none of its own:
-/// `--policy`, `--shadow-policy` and the evidence options.
-#[derive(Debug, Clone, Default)]
-pub struct Defaults {
-    /// The evidence of a repository without an `evidence` table, configured
-    /// once; each such repository takes it with its own timeout.
-    pub evidence: EvidenceConfig,
-    /// The policy of a repository that names none (else the built-in one).
-    pub policy: Option<PolicySource>,
-    /// The shadow policy of a repository that names none.
-    pub shadow_policy: Option<PolicySource>,
-}
-
 /// The whole file, checked and typed.
 #[derive(Debug)]
 pub struct WatchConfig {
@@ -173,34 +158,6 @@ pub struct WatchConfig {
     pub discover: Option<(Discovery, Template)>,
     /// The Lease that elects the one replica that acts (`[leader]`).
     pub leader: Option<LeaderEntry>,
-}
-
-/// One watched repository, made once at load.
-#[derive(Debug)]
-pub struct WatchedRepository {
-    /// A name for logs and metric labels; never a secret.
-    pub name: String,
-    /// How it is reached and judged.
-    pub settings: RepositorySettings,
-    /// How often to check (at least [`MIN_INTERVAL`]).
-    pub interval: Duration,
-    /// Unlock or report.
-    pub mode: Mode,
-    /// The notification settings in effect: its own `notify`, else the
-    /// global `[notify]`, else none (events are only logged).
-    pub notify: NotifySettings,
-    /// The object it was discovered in (none for a `[[repository]]`).
-    pub owner: Option<Owner>,
-}
-
-/// What `watch` does about stale locks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Remove them.
-    Unlock,
-    /// Only report them (logs and metrics).
-    Report,
 }
 
 /// The file as written.
@@ -430,6 +387,13 @@ impl RepositoryEntry {
             None => return Err(RepositoryProblem::ShadowSettings),
         };
         Ok((policy, shadow))
+    }
+}
+
+/// Whatever is wrong with a watch configuration is the user's to fix.
+impl Classify for ConfigError {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Usage
     }
 }
 

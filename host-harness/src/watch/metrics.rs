@@ -76,11 +76,12 @@ pub struct NotWatched {
 }
 
 impl NotWatched {
-    /// The labels of repository `name`, found through `operator`.
-    pub fn of(name: &str, operator: super::discover::Operator) -> NotWatched {
+    /// The labels of repository `name`, found through the operator named
+    /// `operator`.
+    pub fn of(name: &str, operator: &str) -> NotWatched {
         NotWatched {
             repository: name.to_owned(),
-            operator: operator.name().to_owned(),
+            operator: operator.to_owned(),
         }
     }
 }

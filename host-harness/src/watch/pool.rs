@@ -8,22 +8,25 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::config::WatchedRepository;
-use super::discover::{
-    Candidate, ClusterView, Discovery, Listed, Operator, Owner, Template, Unusable,
-};
-use super::fair_share;
-use super::metrics::NotWatched;
-use super::notify::dispatch::Dispatcher;
-use super::notify::kubernetes::KubernetesSink;
-use super::schedule::Schedule;
-use super::{Shared, WatchError, Watched, leader, load_once};
 use crate::repo::PasswordSource;
 use crate::repository_settings::{EnforcedSettings, SettingsRefused};
 use crate::runtime::{Policy, PolicySource};
 use crate::stop::Stop;
 use crate::text::escape;
 use crate::warden::Warden;
+use crate::watch::discover::{
+    Candidate, ClusterView, Discovery, Listed, Operator, Template, Unusable,
+};
+use crate::watch::error::WatchError;
+use crate::watch::fair_share;
+use crate::watch::leader;
+use crate::watch::metrics::NotWatched;
+use crate::watch::notify::dispatch::Dispatcher;
+use crate::watch::notify::kubernetes::KubernetesSink;
+use crate::watch::owner::Owner;
+use crate::watch::repository::WatchedRepository;
+use crate::watch::schedule::Schedule;
+use crate::watch::watched::{Shared, Watched};
 
 /// The most Events on refused objects posted in one namespace per round.
 const EVENTS_PER_NAMESPACE: usize = 10;
@@ -53,7 +56,7 @@ struct Refusal {
 /// The running repositories and the policies they share.
 pub struct Pool {
     shared: Arc<Shared>,
-    schedule: Arc<Schedule>,
+    schedule: Arc<Schedule<Box<Watched>>>,
     policies: HashMap<PolicySource, Arc<Policy>>,
     running: HashMap<String, Running>,
     /// Why each unusable object was last refused, so a reason is logged
@@ -65,7 +68,7 @@ pub struct Pool {
 
 impl Pool {
     /// An empty pool, its repositories checked on `schedule`.
-    pub fn new(shared: Arc<Shared>, schedule: Arc<Schedule>) -> Pool {
+    pub fn new(shared: Arc<Shared>, schedule: Arc<Schedule<Box<Watched>>>) -> Pool {
         Pool {
             dispatcher: Dispatcher::new(shared.metrics.clone()),
             shared,
@@ -118,7 +121,7 @@ impl Pool {
             },
         );
         let watched = Watched::new(repo, warden, &self.shared, stop, &self.dispatcher);
-        self.schedule.add(watched);
+        self.schedule.add(Box::new(watched));
     }
 
     /// Runs discovery until the process stops: a round at once, then one
@@ -275,7 +278,7 @@ impl Pool {
             self.shared
                 .metrics
                 .not_watched
-                .get_or_create(&NotWatched::of(name, operator))
+                .get_or_create(&NotWatched::of(name, operator.name()))
                 .set(1);
             let refusal = Refusal {
                 operator,
@@ -293,7 +296,7 @@ impl Pool {
             self.shared
                 .metrics
                 .not_watched
-                .remove(&NotWatched::of(name, refusal.operator));
+                .remove(&NotWatched::of(name, refusal.operator.name()));
         }
     }
 
@@ -364,6 +367,31 @@ impl Pool {
             self.schedule.drop_stopped();
         }
     }
+}
+
+/// The policy from `source`, loaded once however many repositories (or
+/// shadows) name it.
+fn load_once(
+    policies: &mut HashMap<PolicySource, Arc<Policy>>,
+    shared: &Shared,
+    source: &PolicySource,
+    repository: &str,
+    shadow: bool,
+) -> Result<Arc<Policy>, WatchError> {
+    if let Some(policy) = policies.get(source) {
+        return Ok(policy.clone());
+    }
+    let policy = shared
+        .runtime
+        .load_from(source, &shared.registry)
+        .map_err(|error| WatchError::Policy {
+            repository: repository.to_owned(),
+            shadow,
+            error,
+        })?;
+    let policy = Arc::new(policy);
+    policies.insert(source.clone(), policy.clone());
+    Ok(policy)
 }
 
 /// What a repository was started with, as one digest: its name, location,

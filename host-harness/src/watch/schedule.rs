@@ -12,6 +12,10 @@
 //! back to the front of the schedule when one of its tenant's checks ends.
 //! Others due after it go on meanwhile; each repository is moved at most
 //! once per check, so a pick stays O(log n).
+//!
+//! The schedule knows a repository only as a job ([`Job`], [`Check`]): its
+//! name, its tenant, whether it was stopped or backs off, and how to check
+//! it.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
@@ -20,8 +24,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::holders::Holders;
-use super::{Shared, Watched};
+use regex::Regex;
+
+use crate::evidence::InventorySource;
+use crate::stop::Stop;
+use crate::watch::holders::Holders;
 
 /// How often an idle worker looks at the process's stop signal.
 const POLL: Duration = Duration::from_millis(200);
@@ -40,31 +47,28 @@ pub trait Job {
     fn is_backing_off(&self) -> bool;
 }
 
-impl Job for Box<Watched> {
-    fn name(&self) -> &str {
-        &self.config.name
-    }
-
-    fn tenant(&self) -> Option<&str> {
-        self.config
-            .owner
-            .as_ref()
-            .map(|owner| owner.namespace.as_str())
-    }
-
-    fn is_stopped(&self) -> bool {
-        Watched::is_stopped(self)
-    }
-
-    fn is_backing_off(&self) -> bool {
-        self.retry != super::FIRST_RETRY
-    }
+/// What a worker does with a job: checks it, and learns when it is due
+/// again and which pods may hold its locks.
+pub trait Check: Job + Send + 'static {
+    /// What every check is handed: the same for all the schedule's jobs.
+    type Shared: Send + Sync + 'static;
+    /// Checks it once; how long to wait before the next check, or `None`
+    /// once it is stopped.
+    fn check(&mut self, shared: &Self::Shared) -> Option<Duration>;
+    /// After its check panicked (a bug): how long to wait before the next.
+    fn after_panic(&mut self) -> Duration;
+    /// Its pod inventory: which pods' ends hurry its next check
+    /// ([`Holders`]).
+    fn inventory(&self) -> Option<&(InventorySource, Regex)>;
 }
 
-/// The repositories waiting for their next check, first due first.
-pub struct Schedule {
-    queue: Mutex<Queue<Box<Watched>>>,
+/// The jobs (`J`, repositories) waiting for their next check, first due
+/// first.
+pub struct Schedule<J> {
+    queue: Mutex<Queue<J>>,
     wake: Condvar,
+    /// The process's stop signal: the workers end with it.
+    stop: Arc<Stop>,
     /// Which repositories' inventories speak for which pods (recorded at
     /// each check).
     pub holders: Holders,
@@ -255,32 +259,34 @@ impl<T: Job> Queue<T> {
     }
 }
 
-impl Schedule {
+impl<J: Check> Schedule<J> {
     /// An empty schedule and `workers` threads running it until the
-    /// process stops (`shared.stop`), each tenant's checks at most `cap`
-    /// of them at once.
+    /// process stops (`stop`), each check handed `shared`, each tenant's
+    /// checks at most `cap` of them at once.
     pub fn start(
-        shared: Arc<Shared>,
+        shared: Arc<J::Shared>,
+        stop: Arc<Stop>,
         workers: usize,
         cap: usize,
-    ) -> (Arc<Schedule>, Vec<JoinHandle<()>>) {
+    ) -> (Arc<Schedule<J>>, Vec<JoinHandle<()>>) {
         let schedule = Arc::new(Schedule {
             queue: Mutex::new(Queue::new(cap)),
             wake: Condvar::new(),
+            stop,
             holders: Holders::default(),
         });
         let handles = (0..workers)
             .map(|_| {
                 let (schedule, shared) = (schedule.clone(), shared.clone());
-                std::thread::spawn(move || schedule.work(&shared))
+                std::thread::spawn(move || schedule.work(&*shared))
             })
             .collect();
         (schedule, handles)
     }
 
-    /// Queues `watched`, due now.
-    pub fn add(&self, watched: Watched) {
-        self.lock().push(Instant::now(), Box::new(watched));
+    /// Queues `job`, due now.
+    pub fn add(&self, job: J) {
+        self.lock().push(Instant::now(), job);
         self.wake.notify_one();
     }
 
@@ -306,7 +312,7 @@ impl Schedule {
         drop(stopped);
     }
 
-    fn lock(&self) -> MutexGuard<'_, Queue<Box<Watched>>> {
+    fn lock(&self) -> MutexGuard<'_, Queue<J>> {
         self.queue
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -314,16 +320,12 @@ impl Schedule {
 
     /// A worker: checks the repository due first, again and again, until
     /// the process stops.
-    fn work(&self, shared: &Shared) {
-        while let Some(mut watched) = self.next_due(shared) {
+    fn work(&self, shared: &J::Shared) {
+        while let Some(mut watched) = self.next_due() {
             let step = std::panic::catch_unwind(AssertUnwindSafe(|| watched.check(shared)));
             let wait = step.unwrap_or_else(|_| Some(watched.after_panic()));
             match wait {
-                Some(_) => {
-                    let config = &watched.config;
-                    let inventory = config.settings.evidence.inventory.as_ref();
-                    self.holders.record(&config.name, inventory);
-                }
+                Some(_) => self.holders.record(watched.name(), watched.inventory()),
                 None => self.holders.forget(watched.name()),
             }
             let mut queue = self.lock();
@@ -344,10 +346,10 @@ impl Schedule {
 
     /// The repository due first whose tenant has a check to spare, once it
     /// is due; `None` once the process stops.
-    fn next_due(&self, shared: &Shared) -> Option<Box<Watched>> {
+    fn next_due(&self) -> Option<J> {
         let mut queue = self.lock();
         loop {
-            if shared.stop.is_stopped() {
+            if self.stop.is_stopped() {
                 return None;
             }
             let now = Instant::now();
@@ -627,5 +629,98 @@ mod tests {
         let uncapped = healthy_delay(&one_tenant, WORKERS, WORKERS, check);
         assert!(uncapped >= check, "{uncapped:?}");
         assert!(uncapped <= rounds(one_tenant.len()), "{uncapped:?}");
+    }
+
+    /// A job the workers check: each check is counted in the schedule's
+    /// shared counter; after `left` of them it stops itself, until then it
+    /// is due again after `wait`. Its pods are `backup-*` of namespace `ns`.
+    struct Counted {
+        name: String,
+        left: u32,
+        wait: Duration,
+        inventory: Option<(InventorySource, Regex)>,
+    }
+
+    impl Counted {
+        fn new(name: &str, left: u32, wait: Duration) -> Counted {
+            let source = InventorySource::Kubernetes {
+                namespace: Some("ns".to_owned()),
+            };
+            Counted {
+                name: name.to_owned(),
+                left,
+                wait,
+                inventory: Some((source, Regex::new("^backup-").expect("regex"))),
+            }
+        }
+    }
+
+    impl Job for Counted {
+        fn name(&self) -> &str {
+            &self.name
+        }
+
+        fn tenant(&self) -> Option<&str> {
+            None
+        }
+
+        fn is_stopped(&self) -> bool {
+            false
+        }
+
+        fn is_backing_off(&self) -> bool {
+            false
+        }
+    }
+
+    impl Check for Counted {
+        type Shared = std::sync::atomic::AtomicU32;
+
+        fn check(&mut self, checks: &Self::Shared) -> Option<Duration> {
+            checks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.left = self.left.saturating_sub(1);
+            (self.left > 0).then_some(self.wait)
+        }
+
+        fn after_panic(&mut self) -> Duration {
+            self.wait
+        }
+
+        fn inventory(&self) -> Option<&(InventorySource, Regex)> {
+            self.inventory.as_ref()
+        }
+    }
+
+    #[test]
+    fn workers_check_each_job_when_due_until_it_stops_and_track_its_pods() {
+        use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+        let stop = Arc::new(Stop::default());
+        let checks = Arc::new(AtomicU32::new(0));
+        let (schedule, handles) = Schedule::<Counted>::start(checks.clone(), stop.clone(), 2, 1);
+        // `a` is due again in an hour; `b` at once, and stops at its third.
+        schedule.add(Counted::new("a", 10, Duration::from_secs(3600)));
+        schedule.add(Counted::new("b", 3, Duration::ZERO));
+        let holding = || {
+            let mut names = schedule.holders.holding("ns", &["backup-1".to_owned()]);
+            names.sort();
+            names
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while (checks.load(SeqCst), holding()) != (4, vec!["a".to_owned()]) {
+            assert!(
+                Instant::now() < deadline,
+                "{} checks, holders {:?}",
+                checks.load(SeqCst),
+                holding()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(POLL);
+        assert_eq!(checks.load(SeqCst), 4, "a is not due, b was dropped");
+        assert_eq!(holding(), ["a"], "b is forgotten, a kept");
+        stop.stop();
+        for handle in handles {
+            handle.join().expect("a worker ends with the stop signal");
+        }
     }
 }

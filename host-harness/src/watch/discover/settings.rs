@@ -13,8 +13,8 @@ use crate::repo::backend::Variables;
 use crate::repo::location::Location;
 use crate::repository_settings::{PolicyChoice, RepositorySettings, Timeout};
 use crate::runtime::PolicySource;
-use crate::watch::config::{Defaults, MIN_INTERVAL, Mode, WatchedRepository};
 use crate::watch::notify::settings::NotifySettings;
+use crate::watch::repository::{Defaults, MIN_INTERVAL, Mode, WatchedRepository};
 
 /// `[discover]` as written (keys in the module's example).
 #[derive(Debug, Deserialize)]

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{ClusterView, Discovery, Operator, Owner, SecretUse, Template, Unusable};
-use crate::watch::config::WatchedRepository;
+use crate::watch::repository::WatchedRepository;
 
 /// A usable discovered repository, before its namespace's share is known.
 pub struct Candidate {

@@ -29,8 +29,8 @@ use super::settings::{NotifySettings, Webhook};
 use super::webhook::WebhookSink;
 use crate::limits;
 use crate::text::escape;
-use crate::watch::discover::Owner;
 use crate::watch::metrics::{Metrics, RepoSinkResult};
+use crate::watch::owner::Owner;
 
 /// Which queue an event waits in: one per distinct destination.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::event::{Event, EventKind};
 use crate::kubernetes::{Connection, KubeError, is_object_name, timestamp};
-use crate::watch::discover::Owner;
+use crate::watch::owner::Owner;
 
 /// The longest message an Event carries (the API's limit, in bytes).
 const MESSAGE: usize = 1024;

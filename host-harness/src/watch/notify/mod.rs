@@ -38,13 +38,13 @@ use event::Event;
 use settings::NotifySettings;
 use tracker::Tracker;
 
-use super::discover::Owner;
-use super::metrics::{Metrics, Repo};
 use crate::kubernetes::Connection;
 use crate::limits;
 use crate::repo::lockfile::short;
 use crate::text::escape;
 use crate::warden::Report;
+use crate::watch::metrics::{Metrics, Repo};
+use crate::watch::owner::Owner;
 
 /// The notifications of one repository, owned by its thread.
 pub struct Notifier {

@@ -1,0 +1,370 @@
+//! The documents a host inventory reads, as records by hostname: the
+//! PodList JSON that `kubectl get pods -A -o json` prints, the pods of the
+//! Kubernetes API (a list's items), or a plain list
+//! `[{"name", "started", "state"}]`; and a pod as the pod watch follows it
+//! ([`PodState`]). What a record says of a lock is the inventory's
+//! ([`super::inventory`]); how the API's pods are listed and shared,
+//! [`super::shared_pods`]'s.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+use crate::time::parse_rfc3339;
+
+/// What the inventory says about one host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRecord {
+    /// `running`, `succeeded`, `failed`, `pending` or `unknown`.
+    pub state: String,
+    /// When the host (pod) started, ns since the epoch.
+    pub started: Option<i64>,
+    /// The earliest start of the containers that could hold a lock, when
+    /// each of them runs with a known start ([`Pod::containers_started`]).
+    pub containers_started: Option<i64>,
+    /// The pod's namespace (`None` in a plain list).
+    pub namespace: Option<String>,
+}
+
+/// The hosts of one reading by hostname, and the namespaces whose pods
+/// could not be listed, with why (none but from the Kubernetes API).
+#[derive(Debug, Default)]
+pub struct Hosts {
+    /// Hostname -> the records answering to it.
+    pub records: HashMap<String, Vec<HostRecord>>,
+    /// Namespace -> why its pods are missing.
+    pub failed: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Document {
+    PodList { items: Vec<Pod> },
+    Plain(Vec<PlainHost>),
+}
+
+#[derive(Deserialize)]
+struct Pod {
+    metadata: PodMetadata,
+    #[serde(default)]
+    spec: PodSpec,
+    #[serde(default)]
+    status: PodStatus,
+}
+
+#[derive(Deserialize)]
+struct PodMetadata {
+    name: String,
+    namespace: Option<String>,
+    #[serde(default)]
+    uid: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct PodSpec {
+    hostname: Option<String>,
+    #[serde(default)]
+    containers: Vec<SpecContainer>,
+    #[serde(default)]
+    init_containers: Vec<SpecContainer>,
+    #[serde(default)]
+    ephemeral_containers: Vec<SpecContainer>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecContainer {
+    #[serde(default)]
+    name: String,
+    /// `Always` on an init container: a native sidecar.
+    restart_policy: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct PodStatus {
+    phase: Option<String>,
+    start_time: Option<String>,
+    #[serde(default)]
+    container_statuses: Vec<ContainerStatus>,
+    #[serde(default)]
+    init_container_statuses: Vec<ContainerStatus>,
+    #[serde(default)]
+    ephemeral_container_statuses: Vec<ContainerStatus>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerStatus {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    restart_count: u64,
+    #[serde(default)]
+    state: ContainerState,
+}
+
+#[derive(Deserialize, Default)]
+struct ContainerState {
+    running: Option<Running>,
+    terminated: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Running {
+    started_at: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct PlainHost {
+    name: String,
+    started: Option<String>,
+    state: String,
+}
+
+fn time(field: &str, text: Option<&str>) -> Result<Option<i64>, String> {
+    text.map(parse_rfc3339)
+        .transpose()
+        .map_err(|e| format!("{field}: {e}"))
+}
+
+/// Parses either format into hostname -> record.
+pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, String> {
+    let document: Document = serde_json::from_str(text).map_err(|e| {
+        format!("the inventory is neither a Kubernetes PodList nor a list of {{name, started, state}}: {e}")
+    })?;
+    let mut hosts: HashMap<String, Vec<HostRecord>> = HashMap::new();
+    match document {
+        Document::PodList { items } => {
+            for pod in items {
+                pod.add_to(&mut hosts)?;
+            }
+        }
+        Document::Plain(list) => {
+            for host in list {
+                let state = host.state.to_ascii_lowercase();
+                if !matches!(state.as_str(), "running" | "succeeded" | "failed") {
+                    return Err(format!(
+                        "host {}: state `{}` is not running, succeeded or failed",
+                        host.name, host.state
+                    ));
+                }
+                let record = HostRecord {
+                    state,
+                    started: time("started", host.started.as_deref())?,
+                    containers_started: None,
+                    namespace: None,
+                };
+                hosts.entry(host.name).or_default().push(record);
+            }
+        }
+    }
+    Ok(hosts)
+}
+
+/// The pods of the Kubernetes API (a list's items) and the namespaces
+/// whose pods could not be listed, read as [`parse`] reads a PodList.
+pub fn pods(items: Vec<Value>, failed: BTreeMap<String, String>) -> Result<Hosts, String> {
+    let mut records = HashMap::new();
+    for item in items {
+        let pod: Pod = serde_json::from_value(item).map_err(|e| format!("a pod: {e}"))?;
+        pod.add_to(&mut records)?;
+    }
+    Ok(Hosts { records, failed })
+}
+
+/// A pod as the pod watch follows it: what tells that it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodState {
+    /// Its uid (one pod of a name, not another of the same name).
+    pub uid: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// The hostnames it answers to ([`Pod::add_to`]).
+    pub hostnames: Vec<String>,
+    /// Whether it Succeeded or Failed.
+    pub terminal: bool,
+    /// Its containers' restarts, all kinds together.
+    pub restarts: u64,
+    /// Whether none of its containers runs or waits: each status says
+    /// terminated (or there is none: it never ran). A pod deleted so has
+    /// ended; one force-deleted while its containers ran (a node cut off)
+    /// may still run restic there.
+    pub stopped: bool,
+    /// The one hostname restic in it could have had, when that is its
+    /// name alone: no `spec.hostname`, and not cut by kubelet (at most 63
+    /// bytes). Only such a pod's end can be told of its locks: another
+    /// pod, elsewhere, could have a hostname cut or set to the same.
+    pub own_hostname: Option<String>,
+}
+
+/// `item`, a pod of the API, as the pod watch follows it.
+pub fn pod_state(item: Value) -> Result<PodState, String> {
+    let pod: Pod = serde_json::from_value(item).map_err(|e| format!("a pod: {e}"))?;
+    let status = &pod.status;
+    let restarts = (status.container_statuses.iter())
+        .chain(&status.init_container_statuses)
+        .chain(&status.ephemeral_container_statuses)
+        .map(|c| c.restart_count)
+        .fold(0u64, u64::saturating_add);
+    let phase = status.phase.as_deref().unwrap_or("");
+    let stopped = (status.container_statuses.iter())
+        .chain(&status.init_container_statuses)
+        .chain(&status.ephemeral_container_statuses)
+        .all(|c| c.state.running.is_none() && c.state.terminated.is_some());
+    let name = &pod.metadata.name;
+    let own_hostname = (pod.spec.hostname.is_none() && name.len() <= 63).then(|| name.clone());
+    Ok(PodState {
+        stopped,
+        own_hostname,
+        hostnames: pod.hostnames(),
+        terminal: matches!(phase, "Succeeded" | "Failed"),
+        restarts,
+        uid: pod.metadata.uid,
+        namespace: pod.metadata.namespace.unwrap_or_default(),
+    })
+}
+
+/// Which list of a pod's container statuses a status is in.
+#[derive(Clone, Copy)]
+enum Kind {
+    Main,
+    Init,
+    Ephemeral,
+}
+
+impl Pod {
+    /// Adds this pod's record to `hosts`, under the hostname restic saw:
+    /// spec.hostname or the pod's name, cut by kubelet to 63 bytes without
+    /// a trailing - or . ; the pod's own name answers too.
+    fn add_to(&self, hosts: &mut HashMap<String, Vec<HostRecord>>) -> Result<(), String> {
+        let record = self.record()?;
+        for name in self.hostnames() {
+            hosts.entry(name).or_default().push(record.clone());
+        }
+        Ok(())
+    }
+
+    /// Its name, and the hostname restic saw: spec.hostname or the name,
+    /// cut by kubelet to 63 bytes without a trailing - or . (once, when
+    /// they are the same).
+    fn hostnames(&self) -> Vec<String> {
+        let hostname = self.spec.hostname.as_deref().unwrap_or(&self.metadata.name);
+        let mut names = vec![self.metadata.name.clone(), kubelet_hostname(hostname)];
+        names.dedup();
+        names
+    }
+
+    /// What the inventory knows of this pod.
+    fn record(&self) -> Result<HostRecord, String> {
+        Ok(HostRecord {
+            state: self
+                .status
+                .phase
+                .as_deref()
+                .unwrap_or("unknown")
+                .to_ascii_lowercase(),
+            started: time("status.startTime", self.status.start_time.as_deref())?,
+            containers_started: self.containers_started()?,
+            namespace: self.metadata.namespace.clone(),
+        })
+    }
+
+    /// The earliest start of the containers restic could run in, when
+    /// every one of them runs with a known start: then a lock older than
+    /// that has lost its holder (a restart kills every process of a
+    /// container). Those containers are the main ones, the init containers
+    /// and the ephemeral ones, save those that ended for good: an init
+    /// container the spec says is not a sidecar (`restartPolicy: Always`)
+    /// and an ephemeral container, once terminated, never run again in
+    /// this pod (init containers run again only in a new sandbox, which
+    /// restarts every container). A process in a terminated container is
+    /// dead, so leaving one out is sound: if restic ran there, its holder
+    /// is gone whatever the others say, and if not, the claim rests on the
+    /// others. Any other container not running with a known start (a
+    /// waiting one, a terminated sidecar or main container, an init
+    /// container the spec does not describe, one in the spec without a
+    /// status) leaves the holder's container unknown: `None`, no claim.
+    fn containers_started(&self) -> Result<Option<i64>, String> {
+        let status = &self.status;
+        let main = status.container_statuses.iter().map(|c| (Kind::Main, c));
+        let init = status
+            .init_container_statuses
+            .iter()
+            .map(|c| (Kind::Init, c));
+        let ephemeral = status
+            .ephemeral_container_statuses
+            .iter()
+            .map(|c| (Kind::Ephemeral, c));
+        let (mut earliest, mut all_known) = (None::<i64>, true);
+        for (kind, container) in main.chain(init).chain(ephemeral) {
+            if self.ended(kind, container) {
+                continue;
+            }
+            let started = container
+                .state
+                .running
+                .as_ref()
+                .and_then(|r| r.started_at.as_deref());
+            match time("a container's state.running.startedAt", started)? {
+                Some(t) => earliest = Some(earliest.map_or(t, |e| e.min(t))),
+                None => all_known = false,
+            }
+        }
+        Ok(earliest.filter(|_| all_known && self.every_status_given()))
+    }
+
+    /// Whether `container`, in the statuses of `kind`, has ended for good.
+    fn ended(&self, kind: Kind, container: &ContainerStatus) -> bool {
+        let terminated = container.state.terminated.is_some();
+        match kind {
+            Kind::Main => false,
+            Kind::Ephemeral => terminated,
+            Kind::Init => {
+                terminated
+                    && self.spec.init_containers.iter().any(|c| {
+                        c.name == container.name && c.restart_policy.as_deref() != Some("Always")
+                    })
+            }
+        }
+    }
+
+    /// Whether each container the spec says runs for the pod's life (main,
+    /// sidecar) or was added to it (ephemeral) has a status.
+    fn every_status_given(&self) -> bool {
+        let (spec, status) = (&self.spec, &self.status);
+        let has =
+            |statuses: &[ContainerStatus], name: &str| statuses.iter().any(|c| c.name == name);
+        let sidecars = spec
+            .init_containers
+            .iter()
+            .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+        spec.containers
+            .iter()
+            .all(|c| has(&status.container_statuses, &c.name))
+            && sidecars
+                .into_iter()
+                .all(|c| has(&status.init_container_statuses, &c.name))
+            && spec
+                .ephemeral_containers
+                .iter()
+                .all(|c| has(&status.ephemeral_container_statuses, &c.name))
+    }
+}
+
+/// A pod's hostname as kubelet sets it: at most 63 bytes, then without a
+/// trailing `-` or `.` (`truncatePodHostnameIfNeeded`).
+pub(super) fn kubelet_hostname(name: &str) -> String {
+    if name.len() <= 63 {
+        return name.to_owned();
+    }
+    let mut end = 63;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].trim_end_matches(['-', '.']).to_owned()
+}
