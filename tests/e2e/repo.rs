@@ -469,7 +469,7 @@ fn unreadable_locks_read_through_restic_are_kept_with_bounded_relisting() {
     let writer = LockWriter::for_dir(&repo.path, lockwarden_tests::restic::PASSWORD);
     let damaged: Vec<String> = (0..12u8).map(|i| writer.write_bytes(&[i; 100])).collect();
     let out = finish(repo.lockwarden("check").arg("--json"));
-    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let (_, doc) = out.json();
     assert_eq!(out.code, 0, "{doc:#}");
     for id in &damaged {
         assert_eq!(entry(&doc, id)["action"], "keep", "{doc:#}");

@@ -49,7 +49,7 @@ fn a_killed_holder_and_an_old_lock_are_removed_over_sftp_and_live_ones_kept() {
 
     let out = repo.warden("check", &["--json"]);
     out.assert_no_secret(&[SECRET, PASSWORD]);
-    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let (_, doc) = out.json();
     assert_eq!(out.code, 3, "{doc:#}");
     assert_eq!(doc["repository"]["backend"], "sftp");
     assert_eq!(rule(&doc, &dead), "process-dead");
@@ -123,7 +123,7 @@ fn files_that_are_not_regular_locks_are_reported_and_left_alone() {
     writer.write_named(&big, &vec![0u8; 70_000]);
 
     let out = finish_guarded(repo.lockwarden("check").arg("--json"));
-    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let (_, doc) = out.json();
     assert_eq!(out.code, 3, "{doc:#}");
     assert_eq!(rule(&doc, &stale), "expired");
     for (id, what) in [
