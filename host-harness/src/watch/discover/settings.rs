@@ -69,21 +69,7 @@ impl DiscoverEntry {
     /// watched as `template` says (its interval, timeout and mode replaced
     /// by the table's own).
     pub fn settings(&self, mut template: Template) -> Result<(Discovery, Template), String> {
-        let chosen = [
-            self.velero,
-            self.stash,
-            self.kubestash,
-            self.k8up,
-            self.volsync,
-        ];
-        let operators: Vec<Operator> = Operator::ALL
-            .into_iter()
-            .zip(chosen)
-            .filter_map(|(operator, on)| on.then_some(operator))
-            .collect();
-        if operators.is_empty() {
-            return Err("turns on no operator (velero, stash, kubestash, k8up, volsync)".into());
-        }
+        let operators = self.operators()?;
         let duration = |name: &str, text: &Option<String>, default: Duration| match text {
             None => Ok(default),
             Some(text) => crate::time::parse_duration(text).map_err(|e| format!("{name}: {e}")),
@@ -108,17 +94,8 @@ impl DiscoverEntry {
             })?),
             None => None,
         };
-        let max_repositories = self
-            .max_repositories
-            .unwrap_or(crate::limits::DISCOVERED_REPOSITORIES);
-        if max_repositories == 0 || max_repositories > crate::limits::DISCOVERED_REPOSITORIES {
-            return Err(format!(
-                "max_repositories must be from 1 to {}",
-                crate::limits::DISCOVERED_REPOSITORIES
-            ));
-        }
         let discovery = Discovery {
-            max_repositories,
+            max_repositories: self.max_repositories()?,
             operators,
             access: Access {
                 namespaces: Namespaces {
@@ -132,6 +109,40 @@ impl DiscoverEntry {
             allow_insecure_tls: self.allow_insecure_tls,
         };
         Ok((discovery, template))
+    }
+
+    /// The operators the table turns on; at least one.
+    fn operators(&self) -> Result<Vec<Operator>, String> {
+        let chosen = [
+            self.velero,
+            self.stash,
+            self.kubestash,
+            self.k8up,
+            self.volsync,
+        ];
+        let operators: Vec<Operator> = Operator::ALL
+            .into_iter()
+            .zip(chosen)
+            .filter_map(|(operator, on)| on.then_some(operator))
+            .collect();
+        if operators.is_empty() {
+            return Err("turns on no operator (velero, stash, kubestash, k8up, volsync)".into());
+        }
+        Ok(operators)
+    }
+
+    /// `max_repositories`, from 1 to the limit (the limit when not set).
+    fn max_repositories(&self) -> Result<usize, String> {
+        let max = self
+            .max_repositories
+            .unwrap_or(crate::limits::DISCOVERED_REPOSITORIES);
+        if max == 0 || max > crate::limits::DISCOVERED_REPOSITORIES {
+            return Err(format!(
+                "max_repositories must be from 1 to {}",
+                crate::limits::DISCOVERED_REPOSITORIES
+            ));
+        }
+        Ok(max)
     }
 }
 

@@ -153,17 +153,7 @@ fn backend(view: &ClusterView<'_>, storage: &Value, namespace: &str) -> Result<B
     let tls = tls(spec, storage, namespace, text(spec, "/secretName"), ca)?;
     let prefix = text(spec, "/prefix").unwrap_or("").to_owned();
     if provider == "azure" {
-        let container = text(spec, "/container")
-            .ok_or("its azure storage has no container")?
-            .to_owned();
-        let account =
-            text(spec, "/storageAccount").ok_or("its azure storage has no storageAccount")?;
-        variables.insert("AZURE_ACCOUNT_NAME".into(), account.to_owned());
-        return Ok((
-            Box::new(move |path| format!("azure:{container}:/{}", clean_join(&prefix, path))),
-            variables,
-            tls,
-        ));
+        return azure(spec, prefix, variables, tls);
     }
     let endpoint = text(spec, "/endpoint")
         .ok_or("its s3 storage has no endpoint")?
@@ -181,6 +171,25 @@ fn backend(view: &ClusterView<'_>, storage: &Value, namespace: &str) -> Result<B
                 clean_join(&clean_join(&bucket, &prefix), path)
             )
         }),
+        variables,
+        tls,
+    ))
+}
+
+/// An azure BackupStorage's location (under `prefix`) and its account.
+fn azure(
+    spec: &Value,
+    prefix: String,
+    mut variables: BTreeMap<String, String>,
+    tls: Tls,
+) -> Result<Backend, String> {
+    let container = text(spec, "/container")
+        .ok_or("its azure storage has no container")?
+        .to_owned();
+    let account = text(spec, "/storageAccount").ok_or("its azure storage has no storageAccount")?;
+    variables.insert("AZURE_ACCOUNT_NAME".into(), account.to_owned());
+    Ok((
+        Box::new(move |path| format!("azure:{container}:/{}", clean_join(&prefix, path))),
         variables,
         tls,
     ))
