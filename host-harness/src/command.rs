@@ -25,13 +25,25 @@ const POLL: Duration = Duration::from_millis(5);
 /// The process groups of the commands running now, so that lockwarden can
 /// take them down when it is told to stop (their own group keeps a
 /// terminal's Ctrl-C from reaching them).
-static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+struct Running {
+    groups: Vec<i32>,
+    /// Set by [`kill_all`]: a command started later is killed at once.
+    stopping: bool,
+}
 
-/// Kills every command still running, with its whole process group: for a
-/// `watch` or `run` that was told to stop.
+static RUNNING: Mutex<Running> = Mutex::new(Running {
+    groups: Vec::new(),
+    stopping: false,
+});
+
+/// Kills every command still running, with its whole process group, and
+/// every one started from now on as soon as it starts: for a `watch` or
+/// `run` that was told to stop (a thread still at work must not leave a
+/// command behind the process).
 pub fn kill_all() {
-    if let Ok(running) = RUNNING.lock() {
-        for group in running.iter().filter_map(|g| Pid::from_raw(*g)) {
+    if let Ok(mut running) = RUNNING.lock() {
+        running.stopping = true;
+        for group in running.groups.iter().filter_map(|g| Pid::from_raw(*g)) {
             let _ = kill_process_group(group, Signal::KILL);
         }
     }
@@ -43,7 +55,12 @@ struct Registered(i32);
 impl Registered {
     fn new(group: i32) -> Registered {
         if let Ok(mut running) = RUNNING.lock() {
-            running.push(group);
+            if running.stopping {
+                if let Some(pid) = Pid::from_raw(group) {
+                    let _ = kill_process_group(pid, Signal::KILL);
+                }
+            }
+            running.groups.push(group);
         }
         Registered(group)
     }
@@ -52,7 +69,7 @@ impl Registered {
 impl Drop for Registered {
     fn drop(&mut self) {
         if let Ok(mut running) = RUNNING.lock() {
-            running.retain(|g| *g != self.0);
+            running.groups.retain(|g| *g != self.0);
         }
     }
 }

@@ -409,6 +409,54 @@ fn a_hung_webhook_never_delays_checks_and_a_full_queue_drops() {
     assert!((1..16).contains(&lines), "{lines} drop lines: {log}");
 }
 
+/// Stopping `watch` leaves no notification command behind: neither the one
+/// running (killed with its process group) nor one a sender starts while
+/// the process stops.
+#[test]
+fn stopping_watch_leaves_no_hook_command_behind() {
+    let repo = TestRepo::init_local();
+    // Many events queued for a command that never ends by itself.
+    for pid in 0..20 {
+        old_lock(&repo, 1000 + pid);
+    }
+    let dir = repo.dir.path();
+    // Sleeps no other process runs: commands get a clean environment, so
+    // they are told apart by their arguments.
+    let (first, second) = (
+        format!("sleep {}1", std::process::id()),
+        format!("sleep {}2", std::process::id()),
+    );
+    let config = dir.join("watch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir = \"{state}\"\n\n[notify]\ncommand = \"{first} & {second}\"\n\
+             timeout = \"1h\"\n\n[[repository]]\nname = \"r\"\nrepository = \"{location}\"\n\
+             interval = \"1s\"\nmode = \"report\"\n{password}\n",
+            state = dir.join("state").display(),
+            location = repo.location,
+            password = repo.password_file_setting(),
+        ),
+    )
+    .expect("write config");
+    let watch = Guarded::spawn(
+        lockwarden(&dir.join("cache"))
+            .args(["watch", "--config"])
+            .arg(&config),
+    );
+    wait_until("the command runs", || {
+        !lockwarden_tests::live_commands(&second).is_empty()
+    });
+    watch.signal("TERM");
+    let out = watch
+        .wait_within(STOP_GUARD)
+        .unwrap_or_else(|out| panic!("watch did not stop: {out:?}"));
+    assert_eq!(out.code, 0, "{out:?}");
+    let mut left = lockwarden_tests::live_commands(&first);
+    left.extend(lockwarden_tests::live_commands(&second));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 /// A webhook answering 500 is retried as configured, then counted as failed,
 /// while checks go on.
 #[test]

@@ -30,42 +30,16 @@ fn check_json(repo: &TestRepo, marker: &str) -> (i32, Value) {
     warden(repo, "check", &["--json"], marker).json()
 }
 
-/// A marker unique to this test run, for [`live_processes`].
+/// A marker unique to this test run, for [`lockwarden_tests::live_processes`].
 fn marker(name: &str) -> String {
     format!("lockwarden-rclone-{name}-{}", std::process::id())
-}
-
-/// The processes still running (zombies aside) whose environment holds
-/// `marker`: whatever lockwarden started and left behind.
-fn live_processes(marker: &str) -> Vec<String> {
-    let needle = format!("LOCKWARDEN_TEST_MARKER={marker}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let dir = entry.path();
-        let Ok(environ) = std::fs::read(dir.join("environ")) else {
-            continue;
-        };
-        let has_marker = environ
-            .split(|b| *b == 0)
-            .any(|var| var == needle.as_bytes());
-        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-        // The state follows the command name in parentheses.
-        let zombie = stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z'));
-        if has_marker && !zombie {
-            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
-            found.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
-        }
-    }
-    found
 }
 
 /// Waits up to 5 s for every process with `marker` to be gone.
 fn assert_none_left(marker: &str) {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let left = live_processes(marker);
+        let left = lockwarden_tests::live_processes(marker);
         if left.is_empty() {
             return;
         }

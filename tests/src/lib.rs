@@ -188,3 +188,44 @@ pub fn finish(command: &mut Command) -> Finished {
         .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"))
         .into()
 }
+
+/// The processes still running (zombies aside) whose environment holds
+/// `LOCKWARDEN_TEST_MARKER=<marker>`: whatever a process started with it
+/// left behind (where it passed on its environment).
+pub fn live_processes(marker: &str) -> Vec<String> {
+    let needle = format!("LOCKWARDEN_TEST_MARKER={marker}");
+    live_processes_where(|environ, _| {
+        environ
+            .split(|b| *b == 0)
+            .any(|var| var == needle.as_bytes())
+    })
+}
+
+/// The command lines of the processes still running (zombies aside) whose
+/// command line (arguments joined by spaces) is `command_line`.
+pub fn live_commands(command_line: &str) -> Vec<String> {
+    live_processes_where(|_, cmdline| cmdline.trim_end() == command_line)
+}
+
+/// The command lines (arguments joined by spaces) of the live processes
+/// for which `wanted(environ, command line)` holds.
+fn live_processes_where(wanted: impl Fn(&[u8], &str) -> bool) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let dir = entry.path();
+        let Ok(environ) = std::fs::read(dir.join("environ")) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        // The state follows the command name in parentheses.
+        let zombie = stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z'));
+        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if !zombie && wanted(&environ, &cmdline) {
+            found.push(cmdline);
+        }
+    }
+    found
+}
