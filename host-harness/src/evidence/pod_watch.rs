@@ -1,7 +1,8 @@
 //! Following the pods of the Kubernetes API as they change: a list, then a
 //! watch from its resource version with bookmarks, resumed from the last
 //! version seen when the server ends it, listed again when that version
-//! has expired (410 Gone), with a growing pause after each failure.
+//! has expired (410 Gone), with a growing pause after each failure (a
+//! watch that ends at once having brought nothing counts as one).
 //!
 //! A pod seen to end for sure (Succeeded or Failed, or deleted with every
 //! container stopped) is remembered ([`super::shared_pods::saw`]), which
@@ -17,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -38,6 +39,34 @@ const IDLE: Duration = Duration::from_secs(150);
 
 /// The longest pause after failures in a row (1 s, doubling).
 const MOST_PAUSE: Duration = Duration::from_secs(30);
+
+/// A watch that ends sooner than this having brought nothing (no change,
+/// no bookmark: closed at once, an empty answer, a 410) counts as a
+/// failure for the pause: a server or proxy that keeps doing so must not
+/// be met with back-to-back lists and watches.
+const BRIEF: Duration = Duration::from_secs(10);
+
+/// What the next step waits for, after one step of [`follow`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pace {
+    /// The watch worked: go on at once, the pause back to 1 s.
+    Reset,
+    /// A list: watch at once, the pause as it was (only a watch that
+    /// works shows the server is well).
+    Keep,
+    /// A watch that brought nothing, briefly: wait, and grow the pause.
+    Wait,
+}
+
+/// How a watch that brought `events` (changes and bookmarks) and lasted
+/// `lasted` sets the pace.
+fn pace(events: usize, lasted: Duration) -> Pace {
+    if events > 0 || lasted >= BRIEF {
+        Pace::Reset
+    } else {
+        Pace::Wait
+    }
+}
 
 /// Why a pod counts as ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,11 +100,20 @@ pub fn follow(
     let mut pause = Duration::from_secs(1);
     while !stop.is_stopped() {
         let step = match follower.version.clone() {
-            None => follower.relist(client, timeout, &mut ended),
+            None => (follower.relist(client, timeout, &mut ended)).map(|()| Pace::Keep),
             Some(version) => follower.watch(client, &version, stop, &mut ended),
         };
         match step {
-            Ok(()) => pause = Duration::from_secs(1),
+            Ok(Pace::Reset) => pause = Duration::from_secs(1),
+            Ok(Pace::Keep) => {}
+            Ok(Pace::Wait) => {
+                tracing::debug!(
+                    "the pod watch brought nothing; again in {}s",
+                    pause.as_secs()
+                );
+                stop.sleep(pause);
+                pause = (pause * 2).min(MOST_PAUSE);
+            }
             Err(why) => {
                 // Listed again next: a version the server keeps refusing
                 // (gone, forbidden, an event over the bound) is never
@@ -123,14 +161,15 @@ impl Follower {
         Ok(())
     }
 
-    /// Watches from `version` until the server ends the watch (or stop).
+    /// Watches from `version` until the server ends the watch (or stop);
+    /// how it went sets the pace of the next step.
     fn watch(
         &mut self,
         client: &Kubernetes,
         version: &str,
         stop: &Stop,
         ended: &mut impl FnMut(&PodState, End),
-    ) -> Result<(), String> {
+    ) -> Result<Pace, String> {
         let mut query = form_urlencoded::Serializer::new(String::new());
         query
             .append_pair("watch", "1")
@@ -139,6 +178,8 @@ impl Follower {
             .append_pair("resourceVersion", version);
         let path = format!("/api/v1/pods?{}", query.finish());
         let mut failure = None;
+        let mut events = 0;
+        let began = Instant::now();
         let whole = Duration::from_secs(WATCH_SECONDS) + IDLE;
         client
             .watch(&path, whole, IDLE, |event| {
@@ -149,10 +190,14 @@ impl Follower {
                 if stop.is_stopped() || self.version.is_none() {
                     return ControlFlow::Break(());
                 }
+                events += 1;
                 ControlFlow::Continue(())
             })
             .map_err(|e| e.to_string())?;
-        failure.map_or(Ok(()), Err)
+        match failure {
+            Some(why) => Err(why),
+            None => Ok(pace(events, began.elapsed())),
+        }
     }
 
     /// Takes one watch event: a pod changed, a bookmark, or an error (a
@@ -252,6 +297,14 @@ mod tests {
                 .expect("taken");
         }
         ends
+    }
+
+    #[test]
+    fn a_watch_that_brings_nothing_briefly_waits_and_one_that_works_does_not() {
+        assert_eq!(pace(0, Duration::ZERO), Pace::Wait);
+        assert_eq!(pace(0, BRIEF - Duration::from_millis(1)), Pace::Wait);
+        assert_eq!(pace(0, BRIEF), Pace::Reset);
+        assert_eq!(pace(1, Duration::ZERO), Pace::Reset);
     }
 
     #[test]
