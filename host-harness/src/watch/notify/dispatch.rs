@@ -11,8 +11,10 @@
 //! own queue. Enqueuing never blocks: an event that finds its repository's
 //! share full is dropped, and counted by the caller.
 //!
-//! A sink delivers one event at a time, in the order they were queued, so
-//! a hung receiver holds one sender, never a check; the others serve the
+//! A sink delivers one event at a time, each repository's in the order
+//! they were queued and the repositories in turn (so a repository with
+//! many events waiting delays another's by one delivery), so a hung
+//! receiver holds one sender, never a check; the others serve the
 //! other sinks in turn. Each queued event is taken off its queue once,
 //! before its delivery: delivery is at most once. Senders start when events
 //! wait and none is idle, up to [`limits::NOTIFY_SENDERS`]; they live as long as the
@@ -62,14 +64,54 @@ struct Delivery {
     target: Target,
 }
 
-/// The events waiting for one sink.
+/// The events waiting for one sink: each repository's in the order they
+/// came, the repositories in turn, so that one with many events waiting
+/// delays another's by one delivery, not by its whole share.
 #[derive(Default)]
 struct SinkQueue {
-    items: VecDeque<Delivery>,
-    /// How many of `items` each repository has.
-    per_repository: HashMap<Arc<str>, usize>,
+    /// Each repository's events, at most [`limits::NOTIFY_QUEUE`].
+    per_repository: HashMap<Arc<str>, VecDeque<Delivery>>,
+    /// The repositories with events waiting, whose turn is next first.
+    turns: VecDeque<Arc<str>>,
     /// True while the sink is on the ready list or a sender delivers for it.
     busy: bool,
+}
+
+impl SinkQueue {
+    /// Queues `delivery` behind its repository's others; false (dropped)
+    /// when that repository's share is full.
+    fn push(&mut self, delivery: Delivery) -> bool {
+        let waiting = (self.per_repository)
+            .entry(delivery.repository.clone())
+            .or_default();
+        if waiting.len() >= limits::NOTIFY_QUEUE {
+            return false;
+        }
+        if waiting.is_empty() {
+            self.turns.push_back(delivery.repository.clone());
+        }
+        waiting.push_back(delivery);
+        true
+    }
+
+    /// The first event of the repository whose turn it is; that repository
+    /// goes to the back of the line if it has more.
+    fn take(&mut self) -> Option<Delivery> {
+        let repository = self.turns.pop_front()?;
+        let waiting = self.per_repository.get_mut(&repository)?;
+        let delivery = waiting.pop_front();
+        if waiting.is_empty() {
+            self.per_repository.remove(&repository);
+        } else {
+            self.turns.push_back(repository);
+        }
+        delivery
+    }
+
+    /// Whether no event waits.
+    fn is_empty(&self) -> bool {
+        self.turns.is_empty()
+    }
 }
 
 #[derive(Default)]
@@ -176,17 +218,15 @@ impl Dispatcher {
         let mut state = self.state();
         for route in routes {
             let queue = state.queues.entry(route.key.clone()).or_default();
-            let count = queue.per_repository.entry(repository.clone()).or_default();
-            if *count >= limits::NOTIFY_QUEUE {
-                dropped += 1;
-                continue;
-            }
-            *count += 1;
-            queue.items.push_back(Delivery {
+            let delivery = Delivery {
                 repository: repository.clone(),
                 event: event.clone(),
                 target: route.target.clone(),
-            });
+            };
+            if !queue.push(delivery) {
+                dropped += 1;
+                continue;
+            }
             if !queue.busy {
                 queue.busy = true;
                 state.ready.push_back(route.key.clone());
@@ -222,7 +262,7 @@ impl Dispatcher {
             let mut state = self.state();
             let State { queues, ready, .. } = &mut *state;
             match queues.get_mut(&key) {
-                Some(queue) if !queue.items.is_empty() => ready.push_back(key),
+                Some(queue) if !queue.is_empty() => ready.push_back(key),
                 _ => {
                     queues.remove(&key);
                 }
@@ -239,16 +279,10 @@ impl Dispatcher {
                 let Some(queue) = state.queues.get_mut(&key) else {
                     continue;
                 };
-                let Some(delivery) = queue.items.pop_front() else {
+                let Some(delivery) = queue.take() else {
                     queue.busy = false;
                     continue;
                 };
-                if let Some(count) = queue.per_repository.get_mut(&delivery.repository) {
-                    *count -= 1;
-                    if *count == 0 {
-                        queue.per_repository.remove(&delivery.repository);
-                    }
-                }
                 return (key, delivery);
             }
             state.idle += 1;
@@ -345,6 +379,45 @@ mod tests {
             ..RepositoryRef::default()
         };
         Event::new(EventKind::ChecksFailing, 0, &repository)
+    }
+
+    /// A repository with its whole share waiting delays another's first
+    /// event by one delivery; each repository's events keep their order.
+    #[test]
+    fn repositories_take_turns_in_a_sinks_queue() {
+        let target = Target::Command(Arc::new(HookSink::new("true".into(), Duration::ZERO)));
+        // Each event numbered in its repository's order.
+        let delivery = |repository: &str, n: u32| {
+            let mut event = event(repository);
+            event.consecutive_failures = Some(n);
+            Delivery {
+                repository: repository.into(),
+                event: Arc::new(event),
+                target: target.clone(),
+            }
+        };
+        let mut queue = SinkQueue::default();
+        let share = limits::NOTIFY_QUEUE as u32;
+        for n in 0..share {
+            assert!(queue.push(delivery("noisy", n)));
+        }
+        assert!(!queue.push(delivery("noisy", share)), "its share is full");
+        assert!(queue.push(delivery("quiet", 0)));
+        let order: Vec<(String, u32)> = std::iter::from_fn(|| queue.take())
+            .map(|d| {
+                (
+                    d.repository.to_string(),
+                    d.event.consecutive_failures.unwrap_or(0),
+                )
+            })
+            .collect();
+        assert_eq!(order.len(), limits::NOTIFY_QUEUE + 1);
+        assert_eq!(order[1], ("quiet".to_owned(), 0), "{order:?}");
+        let noisy: Vec<u32> = (order.iter().filter(|(r, _)| r == "noisy"))
+            .map(|(_, n)| *n)
+            .collect();
+        assert_eq!(noisy, (0..share).collect::<Vec<_>>());
+        assert!(queue.is_empty());
     }
 
     /// 5,000 repositories with one global webhook start one sender, not
