@@ -76,9 +76,8 @@ pub fn run(args: &WatchArgs) -> Outcome<ExitCode> {
     let kubernetes = Connection::when(uses_kubernetes(&config), Timeout::DEFAULT.get());
     let leader = match &config.leader {
         Some(entry) => {
-            let (leader, thread) = entry
-                .start(kubernetes.clone(), Timeout::DEFAULT.get(), stop.clone())
-                .map_err(Failure::usage)?;
+            let (leader, thread) =
+                entry.start(kubernetes.clone(), Timeout::DEFAULT.get(), stop.clone())?;
             threads.push(thread);
             Some(leader)
         }

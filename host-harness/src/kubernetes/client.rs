@@ -138,7 +138,7 @@ impl Kubernetes {
                 )));
             }
             for item in items {
-                tally.add(item).map_err(&fail)?;
+                tally.add(item).map_err(|e| fail(e.to_string()))?;
             }
             limit = next_limit(limit, size);
             match page.pointer("/metadata/continue").and_then(Value::as_str) {
@@ -236,9 +236,8 @@ impl Kubernetes {
         let text = self
             .answer(timeout, &what, method, path, body)?
             .map_err(|e| refused_or_failed(&what, e))?;
-        let value = super::deep_json::parse(&text)
-            .and_then(|value| serde_json::from_value(value).map_err(|e| e.to_string()))
-            .map_err(|e| failed(&what, &e))?;
+        let value = super::deep_json::parse(&text).map_err(|e| failed(&what, &e))?;
+        let value = serde_json::from_value(value).map_err(|e| failed(&what, &e))?;
         Ok((value, text.len()))
     }
 
@@ -393,6 +392,16 @@ fn too_large(error: &kube::Error) -> bool {
     false
 }
 
+/// Why a list fails as it is read: items without a namespace alone pass
+/// the whole-list bounds, so that no namespace can be failed for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "more than {} items or {} bytes",
+    limits::KUBERNETES_ITEMS,
+    limits::KUBERNETES_LIST
+)]
+struct OverBounds;
+
 /// The items of one namespace kept so far, and their size.
 #[derive(Default)]
 struct Kept {
@@ -424,7 +433,7 @@ struct Tally {
 impl Tally {
     /// Takes `item` (or drops it, with its namespace); an error when the
     /// list must fail.
-    fn add(&mut self, item: Value) -> Result<(), String> {
+    fn add(&mut self, item: Value) -> Result<(), OverBounds> {
         let size = json_size(&item);
         let namespace = item
             .pointer("/metadata/namespace")
@@ -458,7 +467,7 @@ impl Tally {
     /// Fails the namespaces holding the most until the items kept are
     /// within the whole-list bounds; an error if cluster-scoped items
     /// alone are not.
-    fn within_bounds(&mut self) -> Result<(), String> {
+    fn within_bounds(&mut self) -> Result<(), OverBounds> {
         loop {
             let by_bytes = self.bytes > limits::KUBERNETES_LIST;
             if !by_bytes && self.items <= limits::KUBERNETES_ITEMS {
@@ -476,11 +485,7 @@ impl Tally {
                 })
                 .map(|(ns, _)| ns.clone());
             let Some(ns) = largest else {
-                return Err(format!(
-                    "more than {} items or {} bytes",
-                    limits::KUBERNETES_ITEMS,
-                    limits::KUBERNETES_LIST
-                ));
+                return Err(OverBounds);
             };
             self.fail(
                 &ns,
@@ -619,7 +624,7 @@ mod tests {
         let half = limits::KUBERNETES_LIST / 2;
         tally.add(item(None, "c1", half)).expect("kept");
         let over = tally.add(item(None, "c2", half));
-        assert!(over.expect_err("over").contains("more than"));
+        assert!(over.expect_err("over").to_string().contains("more than"));
         assert!(tally.failed.contains_key("a"), "the namespace went first");
     }
 

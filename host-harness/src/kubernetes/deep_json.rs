@@ -24,17 +24,32 @@ const PLAIN_DEPTH: usize = 100;
 /// in serde_json's recursion, with room to spare).
 const STACK: usize = 64 << 20;
 
+/// Why an answer is no JSON lockwarden reads.
+#[derive(Debug, thiserror::Error)]
+pub enum DeepJsonError {
+    /// Nested deeper than any API server stores.
+    #[error("the answer is nested deeper than the {API_DEPTH} levels an API server stores")]
+    TooDeep,
+    /// Not JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The thread that parses deep answers could not start.
+    #[error("cannot start a thread to read the answer: {0}")]
+    Thread(std::io::Error),
+    /// The thread that parsed it panicked.
+    #[error("reading the answer panicked")]
+    Panicked,
+}
+
 /// `text` as JSON, its subtrees deeper than [`KEPT_DEPTH`] replaced by
 /// `null`.
-pub fn parse(text: &str) -> Result<Value, String> {
+pub fn parse(text: &str) -> Result<Value, DeepJsonError> {
     let depth = depth(text);
     if depth > API_DEPTH {
-        return Err(format!(
-            "the answer is nested deeper than the {API_DEPTH} levels an API server stores"
-        ));
+        return Err(DeepJsonError::TooDeep);
     }
     if depth <= PLAIN_DEPTH {
-        let mut value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut value: Value = serde_json::from_str(text)?;
         prune(&mut value, 0);
         return Ok(value);
     }
@@ -45,16 +60,14 @@ pub fn parse(text: &str) -> Result<Value, String> {
             .spawn_scoped(scope, || {
                 let mut de = serde_json::Deserializer::from_str(text);
                 de.disable_recursion_limit();
-                let mut value = Value::deserialize(&mut de).map_err(|e| e.to_string())?;
-                de.end().map_err(|e| e.to_string())?;
+                let mut value = Value::deserialize(&mut de)?;
+                de.end()?;
                 // The deep subtrees are dropped here, on this stack.
                 prune(&mut value, 0);
                 Ok(value)
             })
-            .map_err(|e| format!("cannot start a thread to read the answer: {e}"))?;
-        parser
-            .join()
-            .map_err(|_| "reading the answer panicked".to_owned())?
+            .map_err(DeepJsonError::Thread)?;
+        parser.join().map_err(|_| DeepJsonError::Panicked)?
     })
 }
 
@@ -130,9 +143,15 @@ mod tests {
 
     #[test]
     fn what_no_api_server_gives_fails() {
-        assert!(parse(&nested(API_DEPTH + 1)).is_err());
+        let too_deep = parse(&nested(API_DEPTH + 1)).expect_err("too deep");
+        assert!(matches!(too_deep, DeepJsonError::TooDeep), "{too_deep}");
+        assert_eq!(
+            too_deep.to_string(),
+            "the answer is nested deeper than the 10000 levels an API server stores"
+        );
         assert!(parse(&nested(API_DEPTH)).is_ok());
-        assert!(parse("{\"a\": [1, 2").is_err());
+        let broken = parse("{\"a\": [1, 2").expect_err("not JSON");
+        assert!(matches!(broken, DeepJsonError::Json(_)), "{broken}");
         assert_eq!(depth(r#"{"a": "[[[[\\"}"#), 1);
     }
 }

@@ -10,15 +10,12 @@
 
 use std::time::Duration;
 
-use super::{Connection, Listing};
+use super::{Connection, KubeError, Listing};
 
 /// Every pod the service account may list, in every namespace, now, and
 /// the namespaces whose pods could not be held, through the client handed
 /// down (`kubernetes`); each request within `timeout`. The error says why
 /// (no client, or the API's answer) and holds no credential.
-pub fn list_pods(kubernetes: &Connection, timeout: Duration) -> Result<Listing, String> {
-    let client = kubernetes.client().map_err(|e| e.to_string())?;
-    client
-        .list(timeout, "/api/v1/pods")
-        .map_err(|e| e.to_string())
+pub fn list_pods(kubernetes: &Connection, timeout: Duration) -> Result<Listing, KubeError> {
+    kubernetes.client()?.list(timeout, "/api/v1/pods")
 }

@@ -57,7 +57,7 @@ use crate::runtime::PolicySource;
 use crate::text::escape;
 use crate::time::parse_duration;
 
-use super::discover::{DiscoverEntry, Discovery, Template};
+use super::discover::{DiscoverEntry, DiscoverProblem, Discovery, Template};
 use super::leader::LeaderEntry;
 use super::notify::settings::{NotifyConfig, NotifyProblem, NotifySettings};
 use super::repository::{Defaults, MIN_INTERVAL, Mode, WatchedRepository};
@@ -95,7 +95,7 @@ pub enum ConfigProblem {
     NoRepository,
     /// The `[discover]` table is refused.
     #[error(", [discover]: {0}")]
-    Discover(String),
+    Discover(DiscoverProblem),
     /// The global `[notify]` table is refused.
     #[error(", [notify]: {0}")]
     Notify(NotifyProblem),

@@ -36,10 +36,27 @@ pub fn shares(demand: &BTreeMap<String, usize>, cap: usize) -> BTreeMap<String, 
     }
 }
 
+/// A repository refused a slot: its namespace asks for more than its fair
+/// share of the cap.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "namespace {} has more discovered repositories ({asked}) than its fair share of the {cap} \
+     one watch takes, which the other namespaces keep",
+    crate::text::escape(namespace)
+)]
+pub struct OverShare {
+    /// The namespace.
+    pub namespace: String,
+    /// How many repositories it has, kept and asking.
+    pub asked: usize,
+    /// The most one watch takes.
+    pub cap: usize,
+}
+
 /// Which of `wanted` (the namespace of each repository asking, in the
 /// order they are taken) get a slot of `cap`, when repositories of the
 /// namespaces `kept` hold theirs already: for each, nothing or why not.
-pub fn allot(wanted: &[&str], kept: &[&str], cap: usize) -> Vec<Result<(), String>> {
+pub fn allot(wanted: &[&str], kept: &[&str], cap: usize) -> Vec<Result<(), OverShare>> {
     let mut demand: BTreeMap<String, usize> = BTreeMap::new();
     for namespace in kept.iter().chain(wanted) {
         *demand.entry((*namespace).to_owned()).or_default() += 1;
@@ -50,13 +67,10 @@ pub fn allot(wanted: &[&str], kept: &[&str], cap: usize) -> Vec<Result<(), Strin
             *n = n.saturating_sub(1);
         }
     }
-    let refused = |namespace: &str| {
-        format!(
-            "namespace {} has more discovered repositories ({}) than its fair share of the {cap} \
-             one watch takes, which the other namespaces keep",
-            crate::text::escape(namespace),
-            demand.get(namespace).copied().unwrap_or_default(),
-        )
+    let refused = |namespace: &str| OverShare {
+        namespace: namespace.to_owned(),
+        asked: demand.get(namespace).copied().unwrap_or_default(),
+        cap,
     };
     (wanted.iter())
         .map(|namespace| match left.get_mut(*namespace) {
@@ -79,10 +93,15 @@ mod tests {
         assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 2);
         assert!(got[0].is_ok() && got[1].is_err(), "{got:?}");
         assert!(got[2].is_ok() && got[3].is_err(), "{got:?}");
-        let why = got[1].as_ref().expect_err("refused");
+        let why = got[1].as_ref().expect_err("refused").to_string();
         assert!(
             why.contains("namespace a has more discovered repositories (3)"),
             "{why}"
+        );
+        assert_eq!(
+            why,
+            "namespace a has more discovered repositories (3) than its fair share of the 3 one \
+             watch takes, which the other namespaces keep"
         );
     }
 

@@ -32,6 +32,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use serde::Deserialize;
 
+use crate::error::{Classify, ErrorKind};
 use crate::kubernetes::{Connection, KubeError, is_object_name, timestamp};
 use crate::stop::Stop;
 use crate::text::escape;
@@ -211,6 +212,32 @@ struct Election<S> {
     identity: String,
 }
 
+/// Why leader election cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaderError {
+    /// No namespace is given or known.
+    #[error("[leader]: give namespace, or set POD_NAMESPACE (the downward API)")]
+    NoNamespace,
+    /// The lease or namespace is no name the API gives.
+    #[error(
+        "[leader]: lease and namespace must be names the API gives (lower-case letters, \
+         digits, `-` and `.`)"
+    )]
+    NotNames,
+    /// The random suffix of this replica's identity cannot be made.
+    #[error("no random numbers: {0}")]
+    NoRandom(getrandom::Error),
+}
+
+impl Classify for LeaderError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            LeaderError::NoNamespace | LeaderError::NotNames => ErrorKind::Usage,
+            LeaderError::NoRandom(_) => ErrorKind::Failed,
+        }
+    }
+}
+
 impl LeaderEntry {
     /// Starts electing: a thread that takes and renews the Lease through
     /// `kubernetes` (the client handed down) until `stop`, then gives it
@@ -220,20 +247,16 @@ impl LeaderEntry {
         kubernetes: Connection,
         timeout: Duration,
         stop: Arc<Stop>,
-    ) -> Result<(Arc<Leader>, JoinHandle<()>), String> {
+    ) -> Result<(Arc<Leader>, JoinHandle<()>), LeaderError> {
         let namespace = match &self.namespace {
             Some(ns) => ns.clone(),
             None => std::env::var("POD_NAMESPACE")
                 .ok()
                 .filter(|ns| !ns.is_empty())
-                .ok_or("[leader]: give namespace, or set POD_NAMESPACE (the downward API)")?,
+                .ok_or(LeaderError::NoNamespace)?,
         };
         if !is_object_name(&namespace) || !is_object_name(&self.lease) {
-            return Err(
-                "[leader]: lease and namespace must be names the API gives (lower-case \
-                        letters, digits, `-` and `.`)"
-                    .into(),
-            );
+            return Err(LeaderError::NotNames);
         }
         let collection = format!("/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases");
         let store = ApiLease {
@@ -265,9 +288,9 @@ impl LeaderEntry {
 
 /// This replica's name in the Lease: its hostname (the pod's name) and a
 /// random suffix, so that a restarted pod is a new holder.
-fn identity() -> Result<String, String> {
+fn identity() -> Result<String, LeaderError> {
     let mut bytes = [0u8; 4];
-    getrandom::fill(&mut bytes).map_err(|e| format!("no random numbers: {e}"))?;
+    getrandom::fill(&mut bytes).map_err(LeaderError::NoRandom)?;
     let host = crate::evidence::hostname().unwrap_or_else(|| "lockwarden".into());
     Ok(format!("{host}_{}", hex::encode(bytes)))
 }
@@ -395,3 +418,32 @@ fn lease_seconds() -> i32 {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod error_tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_named_as_the_api_never_names_is_refused_as_usage() {
+        let entry = LeaderEntry {
+            lease: "Lockwarden".into(),
+            namespace: Some("lockwarden".into()),
+        };
+        let stop = Arc::new(Stop::default());
+        let refused = entry
+            .start(Connection::none(), Duration::from_secs(1), stop)
+            .err()
+            .expect("refused before any request");
+        assert!(matches!(refused, LeaderError::NotNames), "{refused}");
+        assert_eq!(refused.kind(), ErrorKind::Usage);
+        assert_eq!(
+            refused.to_string(),
+            "[leader]: lease and namespace must be names the API gives (lower-case letters, \
+             digits, `-` and `.`)"
+        );
+        assert_eq!(
+            LeaderError::NoNamespace.to_string(),
+            "[leader]: give namespace, or set POD_NAMESPACE (the downward API)"
+        );
+    }
+}

@@ -230,7 +230,7 @@ impl Pool {
             names.push(repo.name.clone());
             match slot {
                 Ok(()) => self.settle(repo, owner, operator),
-                Err(why) => self.refuse(Unusable::new(repo.name, owner, why), operator),
+                Err(why) => self.refuse(Unusable::new(repo.name, owner, why.to_string()), operator),
             }
         }
         names

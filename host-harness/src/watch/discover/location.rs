@@ -12,12 +12,32 @@
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+/// Which rule a discovered location or one of its variables breaks, never
+/// quoting either (the location may hold a password).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LocationRefused {
+    /// The location itself breaks a rule, said as what it has.
+    #[error("its repository location {0}")]
+    Location(&'static str),
+    /// A variable that names a host (or goes into one) is not plain.
+    #[error("its {name} is not {what}")]
+    Variable {
+        /// The variable.
+        name: &'static str,
+        /// What it must be.
+        what: &'static str,
+    },
+}
+
 /// Whether `location`, with the storage `variables` of its object, meets
 /// the rules; `Err` says which it breaks, never quoting either (the
 /// location may hold a password). The scheme was checked before
 /// (`operators::credentials`): only `s3`, `azure`, `gs` and `rest` reach here.
-pub(super) fn check(location: &str, variables: &BTreeMap<String, String>) -> Result<(), String> {
-    checked(location).map_err(|why| format!("its repository location {why}"))?;
+pub(super) fn check(
+    location: &str,
+    variables: &BTreeMap<String, String>,
+) -> Result<(), LocationRefused> {
+    checked(location).map_err(LocationRefused::Location)?;
     hosts_in(variables)
 }
 
@@ -207,8 +227,8 @@ fn decoded(text: &str) -> Result<String, &'static str> {
 /// The variables that name a host or go into one: Azure's account and
 /// endpoint suffix (`https://<account>.blob.<suffix>`), and the AWS region
 /// (signed into every request).
-fn hosts_in(variables: &BTreeMap<String, String>) -> Result<(), String> {
-    let bad = |name: &str, what: &str| Err(format!("its {name} is not {what}"));
+fn hosts_in(variables: &BTreeMap<String, String>) -> Result<(), LocationRefused> {
+    let bad = |name, what| Err(LocationRefused::Variable { name, what });
     if let Some(account) = variables.get("AZURE_ACCOUNT_NAME") {
         let plain = account
             .bytes()
@@ -241,7 +261,9 @@ mod tests {
     use super::*;
 
     fn refused(location: &str) -> String {
-        check(location, &BTreeMap::new()).expect_err(location)
+        check(location, &BTreeMap::new())
+            .expect_err(location)
+            .to_string()
     }
 
     #[test]
@@ -321,6 +343,19 @@ mod tests {
     }
 
     #[test]
+    fn each_refusal_says_its_rule_word_for_word() {
+        assert_eq!(
+            refused("rest:http://h/a b"),
+            "its repository location holds a space, a control character or a non-ASCII character"
+        );
+        let region = BTreeMap::from([("AWS_REGION".to_owned(), "a b".to_owned())]);
+        assert_eq!(
+            check("s3:minio/b", &region).map_err(|e| e.to_string()),
+            Err("its AWS_REGION is not a region name (letters, digits, `-` and `_`)".to_owned())
+        );
+    }
+
+    #[test]
     fn variables_that_name_a_host_are_plain() {
         let with = |name: &str, value: &str| {
             check(
@@ -342,6 +377,11 @@ mod tests {
             ("AWS_REGION", "us-east-1\r\nX-Injected: 1"),
         ] {
             let why = with(name, value).expect_err(value);
+            assert!(
+                matches!(why, LocationRefused::Variable { name: said, .. } if said == name),
+                "{why}"
+            );
+            let why = why.to_string();
             assert!(why.contains(name) && !why.contains("evil"), "{why}");
         }
     }

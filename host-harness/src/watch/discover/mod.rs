@@ -42,9 +42,9 @@ use regex::Regex;
 
 pub use access::Access;
 pub use api::{ClusterView, SecretUse};
-pub use operators::Operator;
+pub use operators::{Operator, Unlisted};
 pub use preview::{Opening, OperatorSeen, Preview, Seen};
-pub use settings::{DiscoverEntry, Template};
+pub use settings::{DiscoverEntry, DiscoverProblem, Template};
 pub use survey::{Candidate, Listed, Survey};
 
 use crate::repo::Password;
@@ -182,7 +182,7 @@ pub struct Round {
     /// The operator.
     pub operator: Operator,
     /// Its repositories and unusable objects, or the listing's failure.
-    pub found: Result<Vec<Found>, String>,
+    pub found: Result<Vec<Found>, Unlisted>,
     /// The namespaces whose objects could not be read, and why: their
     /// repositories of this operator are left as they were.
     pub blind: BTreeMap<String, String>,

@@ -3,6 +3,7 @@
 
 mod k8up;
 mod kubestash;
+mod refusal;
 mod stash;
 mod velero;
 mod volsync;
@@ -20,6 +21,7 @@ use crate::kubernetes::KubeError;
 use crate::repo::Password;
 use crate::repo::backend::scheme_of;
 use crate::tls::Tls;
+use refusal::Refusal;
 
 /// A backup operator whose repositories discovery finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
@@ -74,7 +76,7 @@ impl Operator {
     }
 
     /// Its repositories now. `Err` when its objects cannot be listed.
-    pub fn find(self, view: &ClusterView<'_>) -> Result<Vec<Found>, String> {
+    pub fn find(self, view: &ClusterView<'_>) -> Result<Vec<Found>, Unlisted> {
         let found = match self {
             Operator::Velero => velero::find(view),
             Operator::Stash => stash::find(view),
@@ -82,8 +84,22 @@ impl Operator {
             Operator::K8up => k8up::find(view),
             Operator::VolSync => volsync::find(view),
         };
-        found.map_err(|e| format!("{}: {e}", self.name()))
+        found.map_err(|error| Unlisted {
+            operator: self,
+            error,
+        })
     }
+}
+
+/// An operator whose objects could not be listed (its repositories are
+/// then left as they were): which, and the API's error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {error}", operator.name())]
+pub struct Unlisted {
+    /// The operator.
+    pub operator: Operator,
+    /// Why its objects could not be listed.
+    pub error: KubeError,
 }
 
 /// The owner an object names of itself, when it has a name and namespace.
@@ -153,12 +169,12 @@ impl Parts {
 /// for messages, and its PEM), added to the system's roots, else the
 /// default roots. A bundle that is too large, or holds no certificate or
 /// one that does not parse, is refused with the field's name.
-fn tls(ca: Option<(String, Vec<u8>)>, insecure: Option<String>) -> Result<Tls, String> {
+fn tls(ca: Option<(String, Vec<u8>)>, insecure: Option<String>) -> Result<Tls, Refusal> {
     if let Some(from) = insecure {
         return Ok(Tls::Insecure { from });
     }
     match ca {
-        Some((from, pem)) => Tls::with_ca(&pem, from),
+        Some((from, pem)) => Tls::with_ca(&pem, from).map_err(|e| Refusal::Ca(e.to_string())),
         None => Ok(Tls::Default),
     }
 }
@@ -177,11 +193,11 @@ const SCHEMES: [(&str, &[&str]); 4] = [
 
 /// `parts` made into a repository of `owner`, read from the Secrets
 /// `secrets`, or why not.
-fn discovered(owner: Owner, parts: Result<Parts, String>, secrets: Vec<SecretUse>) -> Found {
+fn discovered(owner: Owner, parts: Result<Parts, Refusal>, secrets: Vec<SecretUse>) -> Found {
     let unusable = |owner: Owner, why: String| Unusable::new(owner.label(), owner, why);
     let parts = match parts {
         Ok(parts) => parts,
-        Err(why) => return Err(unusable(owner, why)),
+        Err(why) => return Err(unusable(owner, why.to_string())),
     };
     if let Some(part) = &parts.part
         && !plain_part(part)
@@ -191,10 +207,10 @@ fn discovered(owner: Owner, parts: Result<Parts, String>, secrets: Vec<SecretUse
         return Err(unusable(owner, why.into()));
     }
     if let Err(why) = credentials(&parts) {
-        return Err(unusable(owner, why));
+        return Err(unusable(owner, why.to_string()));
     }
     if let Err(why) = super::location::check(&parts.location, &parts.variables) {
-        return Err(unusable(owner, why));
+        return Err(unusable(owner, why.to_string()));
     }
     if parts.password.is_empty() {
         return Err(unusable(owner, "its repository password is empty".into()));
@@ -228,12 +244,13 @@ fn plain_part(part: &str) -> bool {
 
 /// Whether `parts` names a scheme discovery reads, with the static
 /// credentials it needs.
-fn credentials(parts: &Parts) -> Result<(), String> {
+fn credentials(parts: &Parts) -> Result<(), Refusal> {
     let scheme = scheme_of(&parts.location).name;
     let Some((_, needed)) = SCHEMES.iter().find(|(name, _)| *name == scheme) else {
-        return Err(format!(
-            "its repository is on {scheme}, which discovery does not read"
-        ));
+        return Err(Refusal::OnScheme {
+            what: "repository",
+            scheme: scheme.to_owned(),
+        });
     };
     let has = |name: &str| parts.variables.get(name).is_some_and(|v| !v.is_empty());
     let mut missing: Vec<&str> = needed.iter().copied().filter(|name| !has(name)).collect();
@@ -243,11 +260,7 @@ fn credentials(parts: &Parts) -> Result<(), String> {
     if missing.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "no static credentials for its {scheme} repository (missing {}); lockwarden does not \
-         reach another's repository with an identity of its own",
-        missing.join(", ")
-    ))
+    Err(Refusal::NoCredentials { scheme, missing })
 }
 
 /// Each object of `plural` in `group_version`, as `kind`, made into a
@@ -258,7 +271,7 @@ fn each(
     group_version: &str,
     plural: &str,
     kind: &str,
-    parts: impl Fn(&Value, &Owner) -> Option<Result<Parts, String>>,
+    parts: impl Fn(&Value, &Owner) -> Option<Result<Parts, Refusal>>,
 ) -> Result<Vec<Found>, KubeError> {
     let objects = view.objects(group_version, plural)?;
     Ok(objects

@@ -116,7 +116,7 @@ impl Discovery {
         let wanted: Vec<&str> = usable.iter().map(|c| c.owner.namespace.as_str()).collect();
         let allotted = fair_share::allot(&wanted, &[], self.max_repositories);
         let mut repositories: Vec<Seen> = (usable.into_iter().zip(allotted))
-            .map(|(candidate, slot)| seen(candidate, slot.err(), open))
+            .map(|(candidate, slot)| seen(candidate, slot.err().map(|e| e.to_string()), open))
             .collect();
         repositories.extend(refused.into_iter().map(|(operator, unusable)| Seen {
             operator: operator.name(),

@@ -11,7 +11,7 @@ use crate::evidence::{EvidenceConfig, InventorySource};
 use crate::repo::PasswordSource;
 use crate::repo::backend::Variables;
 use crate::repo::location::Location;
-use crate::repository_settings::{PolicyChoice, RepositorySettings, Timeout};
+use crate::repository_settings::{PolicyChoice, RepositorySettings, Timeout, ZeroTimeout};
 use crate::runtime::PolicySource;
 use crate::watch::notify::settings::NotifySettings;
 use crate::watch::repository::{Defaults, MIN_INTERVAL, Mode, WatchedRepository};
@@ -46,6 +46,41 @@ pub struct DiscoverEntry {
     allow_insecure_tls: bool,
 }
 
+/// Why a `[discover]` table is refused: each setting's own variant, said
+/// as before (`ConfigProblem::Discover` puts the table's name before it).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum DiscoverProblem {
+    /// No operator is turned on.
+    #[error("turns on no operator (velero, stash, kubestash, k8up, volsync)")]
+    NoOperator,
+    /// A duration (`every`, `interval`, `timeout`) does not parse.
+    #[error("{name}: {message}")]
+    Duration {
+        /// The setting.
+        name: &'static str,
+        /// Why it does not parse.
+        message: String,
+    },
+    /// `every` or `interval` is under [`MIN_INTERVAL`].
+    #[error("{name} is shorter than {}s", MIN_INTERVAL.as_secs())]
+    TooShort {
+        /// The setting.
+        name: &'static str,
+    },
+    /// The timeout is zero.
+    #[error("timeout {0}")]
+    Timeout(ZeroTimeout),
+    /// `inventory_hosts` is no regex (the regex's own message, escaped).
+    #[error("inventory_hosts: {}", crate::text::escape(&.0.to_string()))]
+    InventoryHosts(regex::Error),
+    /// `max_repositories` is out of range.
+    #[error(
+        "max_repositories must be from 1 to {}",
+        crate::limits::DISCOVERED_REPOSITORIES
+    )]
+    MaxRepositories,
+}
+
 /// How every discovered repository is watched: what a `[[repository]]`
 /// entry would say of it, but for its location, password and variables.
 #[derive(Debug, Clone)]
@@ -68,30 +103,33 @@ impl DiscoverEntry {
     /// The discovery this table asks for, checked; its repositories are
     /// watched as `template` says (its interval, timeout and mode replaced
     /// by the table's own).
-    pub fn settings(&self, mut template: Template) -> Result<(Discovery, Template), String> {
+    pub fn settings(
+        &self,
+        mut template: Template,
+    ) -> Result<(Discovery, Template), DiscoverProblem> {
         let operators = self.operators()?;
-        let duration = |name: &str, text: &Option<String>, default: Duration| match text {
+        let duration = |name, text: &Option<String>, default: Duration| match text {
             None => Ok(default),
-            Some(text) => crate::time::parse_duration(text).map_err(|e| format!("{name}: {e}")),
+            Some(text) => {
+                crate::time::parse_duration(text).map_err(|e| DiscoverProblem::Duration {
+                    name,
+                    message: e.to_string(),
+                })
+            }
         };
         let every = duration("every", &self.every, Duration::from_secs(60))?;
         template.interval = duration("interval", &self.interval, template.interval)?;
         for (name, value) in [("every", every), ("interval", template.interval)] {
             if value < MIN_INTERVAL {
-                return Err(format!(
-                    "{name} is shorter than {}s",
-                    MIN_INTERVAL.as_secs()
-                ));
+                return Err(DiscoverProblem::TooShort { name });
             }
         }
         template.timeout =
             Timeout::new(duration("timeout", &self.timeout, template.timeout.get())?)
-                .map_err(|e| format!("timeout {e}"))?;
+                .map_err(DiscoverProblem::Timeout)?;
         template.mode = self.mode.unwrap_or(template.mode);
         let inventory_hosts = match &self.inventory_hosts {
-            Some(regex) => Some(Regex::new(regex).map_err(|e| {
-                format!("inventory_hosts: {}", crate::text::escape(&e.to_string()))
-            })?),
+            Some(regex) => Some(Regex::new(regex).map_err(DiscoverProblem::InventoryHosts)?),
             None => None,
         };
         let discovery = Discovery {
@@ -112,7 +150,7 @@ impl DiscoverEntry {
     }
 
     /// The operators the table turns on; at least one.
-    fn operators(&self) -> Result<Vec<Operator>, String> {
+    fn operators(&self) -> Result<Vec<Operator>, DiscoverProblem> {
         let chosen = [
             self.velero,
             self.stash,
@@ -126,21 +164,18 @@ impl DiscoverEntry {
             .filter_map(|(operator, on)| on.then_some(operator))
             .collect();
         if operators.is_empty() {
-            return Err("turns on no operator (velero, stash, kubestash, k8up, volsync)".into());
+            return Err(DiscoverProblem::NoOperator);
         }
         Ok(operators)
     }
 
     /// `max_repositories`, from 1 to the limit (the limit when not set).
-    fn max_repositories(&self) -> Result<usize, String> {
+    fn max_repositories(&self) -> Result<usize, DiscoverProblem> {
         let max = self
             .max_repositories
             .unwrap_or(crate::limits::DISCOVERED_REPOSITORIES);
         if max == 0 || max > crate::limits::DISCOVERED_REPOSITORIES {
-            return Err(format!(
-                "max_repositories must be from 1 to {}",
-                crate::limits::DISCOVERED_REPOSITORIES
-            ));
+            return Err(DiscoverProblem::MaxRepositories);
         }
         Ok(max)
     }
@@ -199,5 +234,57 @@ impl Template {
             notify: self.notify.clone(),
             owner: Some(found.owner),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::watch::repository::Defaults;
+
+    /// The table `text` made into settings, or why not, as shown.
+    fn refused(text: &str) -> String {
+        let entry: DiscoverEntry = toml::from_str(text).expect("a [discover] table");
+        let template = Template::of(&Defaults::default(), NotifySettings::default());
+        entry.settings(template).expect_err(text).to_string()
+    }
+
+    #[test]
+    fn each_refusal_is_said_word_for_word() {
+        let min = MIN_INTERVAL.as_secs();
+        let most = crate::limits::DISCOVERED_REPOSITORIES;
+        let cases = [
+            (
+                "",
+                "turns on no operator (velero, stash, kubestash, k8up, volsync)".to_owned(),
+            ),
+            (
+                "velero = true\nevery = \"0s\"",
+                format!("every is shorter than {min}s"),
+            ),
+            (
+                "velero = true\ninterval = \"0s\"",
+                format!("interval is shorter than {min}s"),
+            ),
+            (
+                "velero = true\ntimeout = \"0s\"",
+                "timeout must be more than zero".to_owned(),
+            ),
+            (
+                "velero = true\nmax_repositories = 0",
+                format!("max_repositories must be from 1 to {most}"),
+            ),
+        ];
+        for (text, said) in cases {
+            assert_eq!(refused(text), said, "{text}");
+        }
+        let every = refused("velero = true\nevery = \"soon\"");
+        assert!(every.starts_with("every: "), "{every}");
+        let hosts = refused("velero = true\ninventory_hosts = \"(\"");
+        assert!(
+            hosts.starts_with("inventory_hosts: regex parse error"),
+            "{hosts}"
+        );
+        assert!(!hosts.contains('\n'), "escaped: {hosts}");
     }
 }

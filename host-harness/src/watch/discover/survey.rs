@@ -43,7 +43,7 @@ impl Discovery {
             let found = match round.found {
                 Ok(found) => found,
                 Err(why) => {
-                    survey.unlisted.push((round.operator, why));
+                    survey.unlisted.push((round.operator, why.to_string()));
                     continue;
                 }
             };

@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::super::Found;
 use super::super::api::ClusterView;
 use super::super::field::text;
-use super::{Parts, each, pod_suffix};
+use super::{Parts, Refusal, each, pod_suffix};
 use crate::kubernetes::KubeError;
 
 /// The pods restic runs in for K8up.
@@ -47,31 +47,29 @@ pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, KubeError> {
     Ok(found)
 }
 
-fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Parts, String> {
-    let backend = object.pointer("/spec/backend").ok_or(
+fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Parts, Refusal> {
+    let backend = object.pointer("/spec/backend").ok_or(Refusal::Unset(
         "it names no spec.backend; K8up's global settings (BACKUP_GLOBAL…) are not readable",
-    )?;
+    ))?;
     tls_options(backend)?;
     if backend.get("azure").is_none() && backend.get("s3").is_none() {
         return Err(unread_backend(backend));
     }
-    let secret = |field: &str| -> Result<String, String> {
+    let secret = |field: &str| -> Result<String, Refusal> {
         let name = text(backend, &format!("{field}/name"));
         let key = text(backend, &format!("{field}/key"));
         match (name, key) {
-            (Some(name), Some(key)) => view
-                .secret_value(namespace, name, key)
-                .map_err(String::from),
-            _ => Err(format!(
-                "its backend has no {}",
-                field.trim_start_matches('/')
-            )),
+            (Some(name), Some(key)) => Ok(view.secret_value(namespace, name, key)?),
+            _ => Err(Refusal::Lacks {
+                holder: "backend".into(),
+                what: field.trim_start_matches('/').to_owned(),
+            }),
         }
     };
     let password = secret("/repoPasswordSecretRef")?;
     let (location, variables) = if backend.get("azure").is_some() {
-        let container =
-            text(backend, "/azure/container").ok_or("its azure backend has no container")?;
+        let container = text(backend, "/azure/container")
+            .ok_or(Refusal::Unset("its azure backend has no container"))?;
         let path = text(backend, "/azure/path").unwrap_or("/");
         let variables = BTreeMap::from([
             (
@@ -85,8 +83,10 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
         ]);
         (format!("azure:{container}:{path}"), variables)
     } else if backend.get("s3").is_some() {
-        let endpoint = text(backend, "/s3/endpoint").ok_or("its s3 backend has no endpoint")?;
-        let bucket = text(backend, "/s3/bucket").ok_or("its s3 backend has no bucket")?;
+        let endpoint = text(backend, "/s3/endpoint")
+            .ok_or(Refusal::Unset("its s3 backend has no endpoint"))?;
+        let bucket =
+            text(backend, "/s3/bucket").ok_or(Refusal::Unset("its s3 backend has no bucket"))?;
         let variables = BTreeMap::from([
             (
                 "AWS_ACCESS_KEY_ID".to_owned(),
@@ -109,7 +109,7 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
 
 /// Why a `backend` with neither `s3` nor `azure` is not watched, naming
 /// what it has instead.
-fn unread_backend(backend: &Value) -> String {
+fn unread_backend(backend: &Value) -> Refusal {
     let found: Vec<String> = ["local", "gcs", "b2", "swift", "rest"]
         .into_iter()
         .filter(|kind| backend.get(*kind).is_some())
@@ -119,14 +119,14 @@ fn unread_backend(backend: &Value) -> String {
         [] => "no backend lockwarden knows".to_owned(),
         found => found.join(", "),
     };
-    format!("it has {has}; discovery reads only its s3 and azure backends")
+    Refusal::Backend { has }
 }
 
 /// Refuses a `backend` whose `tlsOptions` name files (a CA, a client
 /// certificate and key): paths inside the backup pod, as a local backend's
 /// path is, which lockwarden cannot read. Watched without them, its checks
 /// would fail on a certificate the default roots do not know.
-fn tls_options(backend: &Value) -> Result<(), String> {
+fn tls_options(backend: &Value) -> Result<(), Refusal> {
     let Some(options) = backend.get("tlsOptions") else {
         return Ok(());
     };
@@ -138,15 +138,7 @@ fn tls_options(backend: &Value) -> Result<(), String> {
     if named.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "its {} {} inside the backup pod, which lockwarden cannot read",
-        named.join(", "),
-        if named.len() == 1 {
-            "names a file"
-        } else {
-            "name files"
-        }
-    ))
+    Err(Refusal::PodFiles(named))
 }
 
 #[cfg(test)]
@@ -157,10 +149,14 @@ mod tests {
     fn a_backend_not_read_is_named() {
         let gcs = json!({"gcs": {"bucket": "b"}, "repoPasswordSecretRef": {"name": "p"}});
         assert_eq!(
-            super::unread_backend(&gcs),
+            super::unread_backend(&gcs).to_string(),
             "it has spec.backend.gcs; discovery reads only its s3 and azure backends"
         );
-        assert!(super::unread_backend(&json!({})).contains("no backend lockwarden knows"));
+        assert!(
+            super::unread_backend(&json!({}))
+                .to_string()
+                .contains("no backend lockwarden knows")
+        );
     }
 
     #[test]
@@ -169,7 +165,8 @@ mod tests {
         assert_eq!(super::tls_options(&json!({"s3": {}})), Ok(()));
         assert_eq!(super::tls_options(&backend(json!({}))), Ok(()));
         let why = super::tls_options(&backend(json!({"caCert": "/mnt/ca/ca.crt"})))
-            .expect_err("a file in the pod");
+            .expect_err("a file in the pod")
+            .to_string();
         assert_eq!(
             why,
             "its spec.backend.tlsOptions.caCert names a file inside the backup pod, which \
@@ -177,7 +174,8 @@ mod tests {
         );
         let why = super::tls_options(&backend(json!({
             "clientCert": "/mnt/tls/tls.crt", "clientKey": "/mnt/tls/tls.key"})))
-        .expect_err("files in the pod");
+        .expect_err("files in the pod")
+        .to_string();
         assert!(
             why.contains("tlsOptions.clientCert, spec.backend.tlsOptions.clientKey name files"),
             "{why}"

@@ -22,7 +22,7 @@ use super::super::Found;
 use super::super::access;
 use super::super::api::ClusterView;
 use super::super::field::text;
-use super::{Parts, clean_join, discovered, owner};
+use super::{Parts, Refusal, clean_join, discovered, owner};
 use crate::kubernetes::KubeError;
 use crate::text::escape;
 use crate::tls::Tls;
@@ -82,8 +82,9 @@ fn parts(
     storages: &[Value],
     namespace: &str,
     paths: &BTreeSet<String>,
-) -> Result<Vec<Parts>, String> {
-    let storage_name = text(object, "/spec/storageRef/name").ok_or("it has no spec.storageRef")?;
+) -> Result<Vec<Parts>, Refusal> {
+    let storage_name =
+        text(object, "/spec/storageRef/name").ok_or(Refusal::Unset("it has no spec.storageRef"))?;
     let storage_ns = text(object, "/spec/storageRef/namespace").unwrap_or(namespace);
     let storage = storages.iter().find(|s| {
         text(s, "/metadata/namespace") == Some(storage_ns)
@@ -95,15 +96,15 @@ fn parts(
     let granted = storage.is_some_and(|s| access::granted(s, namespace));
     view.may_name(namespace, storage_ns, &what, granted)?;
     let storage = storage.ok_or_else(|| {
-        format!(
-            "its BackupStorage {}/{} does not exist",
-            crate::text::escape(storage_ns),
-            crate::text::escape(storage_name)
-        )
+        Refusal::Gone(format!(
+            "BackupStorage {}/{}",
+            escape(storage_ns),
+            escape(storage_name)
+        ))
     })?;
     let secret_ns = text(object, "/spec/encryptionSecret/namespace").unwrap_or(namespace);
-    let secret =
-        text(object, "/spec/encryptionSecret/name").ok_or("it has no spec.encryptionSecret")?;
+    let secret = text(object, "/spec/encryptionSecret/name")
+        .ok_or(Refusal::Unset("it has no spec.encryptionSecret"))?;
     let password = view.named_secret_value(namespace, secret_ns, secret, "RESTIC_PASSWORD")?;
     let (base, variables, tls) = backend(view, storage, storage_ns)?;
     let repo_path = text(object, "/spec/path").unwrap_or("");
@@ -124,20 +125,24 @@ fn parts(
 /// variables, and how it is reached over TLS.
 type Backend = (Box<dyn Fn(&str) -> String>, BTreeMap<String, String>, Tls);
 
-fn backend(view: &ClusterView<'_>, storage: &Value, namespace: &str) -> Result<Backend, String> {
-    let provider =
-        text(storage, "/spec/storage/provider").ok_or("its BackupStorage names no provider")?;
+fn backend(view: &ClusterView<'_>, storage: &Value, namespace: &str) -> Result<Backend, Refusal> {
+    let provider = text(storage, "/spec/storage/provider")
+        .ok_or(Refusal::Unset("its BackupStorage names no provider"))?;
     let spec = storage
         .pointer(&format!("/spec/storage/{provider}"))
-        .ok_or_else(|| format!("its BackupStorage has no {provider} settings"))?;
+        .ok_or_else(|| Refusal::Lacks {
+            holder: "BackupStorage".into(),
+            what: format!("{provider} settings"),
+        })?;
     let mut variables = BTreeMap::new();
     let keys: &[&str] = match provider {
         "s3" => &["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"],
         "azure" => &["AZURE_ACCOUNT_KEY"],
         _ => {
-            return Err(format!(
-                "its BackupStorage is on {provider}, which discovery does not read"
-            ));
+            return Err(Refusal::OnScheme {
+                what: "BackupStorage",
+                scheme: provider.to_owned(),
+            });
         }
     };
     let mut ca = None;
@@ -156,10 +161,10 @@ fn backend(view: &ClusterView<'_>, storage: &Value, namespace: &str) -> Result<B
         return azure(spec, prefix, variables, tls);
     }
     let endpoint = text(spec, "/endpoint")
-        .ok_or("its s3 storage has no endpoint")?
+        .ok_or(Refusal::Unset("its s3 storage has no endpoint"))?
         .to_owned();
     let bucket = text(spec, "/bucket")
-        .ok_or("its s3 storage has no bucket")?
+        .ok_or(Refusal::Unset("its s3 storage has no bucket"))?
         .to_owned();
     if let Some(region) = text(spec, "/region") {
         variables.insert("AWS_DEFAULT_REGION".into(), region.to_owned());
@@ -182,11 +187,12 @@ fn azure(
     prefix: String,
     mut variables: BTreeMap<String, String>,
     tls: Tls,
-) -> Result<Backend, String> {
+) -> Result<Backend, Refusal> {
     let container = text(spec, "/container")
-        .ok_or("its azure storage has no container")?
+        .ok_or(Refusal::Unset("its azure storage has no container"))?
         .to_owned();
-    let account = text(spec, "/storageAccount").ok_or("its azure storage has no storageAccount")?;
+    let account = text(spec, "/storageAccount")
+        .ok_or(Refusal::Unset("its azure storage has no storageAccount"))?;
     variables.insert("AZURE_ACCOUNT_NAME".into(), account.to_owned());
     Ok((
         Box::new(move |path| format!("azure:{container}:/{}", clean_join(&prefix, path))),
@@ -205,7 +211,7 @@ fn tls(
     namespace: &str,
     secret: Option<&str>,
     ca: Option<String>,
-) -> Result<Tls, String> {
+) -> Result<Tls, Refusal> {
     let name = text(storage, "/metadata/name").unwrap_or_default();
     let insecure = (spec.get("insecureTLS").and_then(Value::as_bool) == Some(true)).then(|| {
         format!(
@@ -252,7 +258,9 @@ mod tests {
                 from: "BackupStorage stash/minio's spec.storage.s3.insecureTLS".into()
             })
         );
-        let why = tls(&spec, Some("-----BEGIN CERTIFICATE-----\n")).expect_err("broken");
+        let why = tls(&spec, Some("-----BEGIN CERTIFICATE-----\n"))
+            .expect_err("broken")
+            .to_string();
         assert!(why.contains("CA_CERT_DATA of Secret stash/s3"), "{why}");
     }
 }

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::super::Found;
 use super::super::api::ClusterView;
 use super::super::field::text;
-use super::{Parts, clean_join, each, pod_suffix};
+use super::{Parts, Refusal, clean_join, each, pod_suffix};
 use crate::kubernetes::KubeError;
 use crate::text::escape;
 use crate::tls::Tls;
@@ -40,21 +40,25 @@ pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, KubeError> {
     )
 }
 
-fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Parts, String> {
+fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Parts, Refusal> {
     let backend = object
         .pointer("/spec/backend")
-        .ok_or("it has no spec.backend")?;
-    let secret =
-        text(backend, "/storageSecretName").ok_or("its backend names no storageSecretName")?;
+        .ok_or(Refusal::Unset("it has no spec.backend"))?;
+    let secret = text(backend, "/storageSecretName")
+        .ok_or(Refusal::Unset("its backend names no storageSecretName"))?;
     let mut variables: BTreeMap<String, String> =
         view.secret_values(namespace, secret)?.into_iter().collect();
     let password = variables
         .remove("RESTIC_PASSWORD")
-        .ok_or_else(|| format!("its Secret {secret} has no RESTIC_PASSWORD"))?;
+        .ok_or_else(|| Refusal::Lacks {
+            holder: format!("Secret {secret}"),
+            what: "RESTIC_PASSWORD".into(),
+        })?;
     let tls = tls(backend, namespace, secret, &mut variables)?;
     let prefix = |kind: &str| text(backend, &format!("/{kind}/prefix")).unwrap_or("");
     let location = if let Some(bucket) = text(backend, "/s3/bucket") {
-        let endpoint = text(backend, "/s3/endpoint").ok_or("its s3 backend has no endpoint")?;
+        let endpoint = text(backend, "/s3/endpoint")
+            .ok_or(Refusal::Unset("its s3 backend has no endpoint"))?;
         if let Some(region) = text(backend, "/s3/region") {
             variables.insert("AWS_DEFAULT_REGION".into(), region.to_owned());
         }
@@ -64,12 +68,13 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
     } else if let Some(bucket) = text(backend, "/gcs/bucket") {
         format!("gs:{bucket}:/{}", clean_join("", prefix("gcs")))
     } else if backend.get("local").is_some() {
-        return Err(
-            "its local backend is a path inside the backup pod, which lockwarden cannot reach"
-                .into(),
-        );
+        return Err(Refusal::Unread(
+            "its local backend is a path inside the backup pod, which lockwarden cannot reach",
+        ));
     } else {
-        return Err("only its s3, azure and gcs backends are read".into());
+        return Err(Refusal::Unread(
+            "only its s3, azure and gcs backends are read",
+        ));
     };
     Ok(Parts::whole(location, password, variables, HOSTS).with_tls(tls))
 }
@@ -99,7 +104,7 @@ fn tls(
     namespace: &str,
     secret: &str,
     variables: &mut BTreeMap<String, String>,
-) -> Result<Tls, String> {
+) -> Result<Tls, Refusal> {
     let insecure = (backend.pointer("/s3/insecureTLS").and_then(Value::as_bool) == Some(true))
         .then(|| "spec.backend.s3.insecureTLS".to_owned());
     let ca = variables.remove("CA_CERT_DATA").map(|pem| {
@@ -185,7 +190,9 @@ mod tls_tests {
             })
         );
         variables.insert("CA_CERT_DATA".into(), "not a certificate".into());
-        let why = super::tls(&backend, "app", "s3-secret", &mut variables).expect_err("no CA");
+        let why = super::tls(&backend, "app", "s3-secret", &mut variables)
+            .expect_err("no CA")
+            .to_string();
         assert!(
             why.starts_with("its key CA_CERT_DATA of Secret app/s3-secret holds no PEM"),
             "{why}"

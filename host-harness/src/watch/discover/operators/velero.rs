@@ -22,7 +22,7 @@ use serde_json::Value;
 use super::super::Found;
 use super::super::api::{ClusterView, ReferenceError};
 use super::super::field::text;
-use super::{Parts, each, pod_suffix};
+use super::{Parts, Refusal, each, pod_suffix};
 use crate::kubernetes::KubeError;
 use crate::repo::backend::s3::profile_keys;
 use crate::text::escape;
@@ -62,21 +62,14 @@ pub fn find(view: &ClusterView<'_>) -> Result<Vec<Found>, KubeError> {
 
 /// Refuses a `resticIdentifier` on a storage discovery does not read,
 /// naming its scheme, before any Secret is read for it.
-fn readable(location: &str) -> Result<(), String> {
+fn readable(location: &str) -> Result<(), Refusal> {
     if location.starts_with("s3:") || location.starts_with("azure:") {
         return Ok(());
     }
     let scheme = location.split_once(':').map_or("", |(scheme, _)| scheme);
-    let gcs = if scheme == "gs" {
-        " (GCS credentials are a file)"
-    } else {
-        ""
-    };
-    Err(format!(
-        "its spec.resticIdentifier is a {}: repository; discovery reads only s3: and azure: \
-         ones{gcs}",
-        escape(scheme)
-    ))
+    Err(Refusal::Identifier {
+        scheme: escape(scheme).into_owned(),
+    })
 }
 
 fn parts(
@@ -84,18 +77,19 @@ fn parts(
     object: &Value,
     namespace: &str,
     locations: &[Value],
-) -> Result<Parts, String> {
-    let location = text(object, "/spec/resticIdentifier")
-        .ok_or("it has no spec.resticIdentifier yet (Velero has not prepared the repository)")?;
+) -> Result<Parts, Refusal> {
+    let location = text(object, "/spec/resticIdentifier").ok_or(Refusal::Unset(
+        "it has no spec.resticIdentifier yet (Velero has not prepared the repository)",
+    ))?;
     let bsl_name = text(object, "/spec/backupStorageLocation")
-        .ok_or("it names no spec.backupStorageLocation")?;
+        .ok_or(Refusal::Unset("it names no spec.backupStorageLocation"))?;
     let bsl = locations
         .iter()
         .find(|l| {
             text(l, "/metadata/namespace") == Some(namespace)
                 && text(l, "/metadata/name") == Some(bsl_name)
         })
-        .ok_or_else(|| format!("its BackupStorageLocation {bsl_name} does not exist"))?;
+        .ok_or_else(|| Refusal::Gone(format!("BackupStorageLocation {bsl_name}")))?;
     readable(location)?;
     let password =
         view.secret_value(namespace, "velero-repo-credentials", "repository-password")?;
@@ -128,7 +122,7 @@ fn tls(
     bsl: &Value,
     name: &str,
     secret: impl Fn(&str, &str) -> Result<String, ReferenceError>,
-) -> Result<Tls, String> {
+) -> Result<Tls, Refusal> {
     let field = |path: &str| format!("BackupStorageLocation {}'s {path}", escape(name));
     let insecure = text(bsl, "/spec/config/insecureSkipTLSVerify")
         .is_some_and(|value| matches!(value, "1" | "t" | "T" | "true" | "TRUE" | "True"))
@@ -139,10 +133,7 @@ fn tls(
     let ca = if let Some(reference) = reference {
         let (Some(secret_name), Some(key)) = (text(reference, "/name"), text(reference, "/key"))
         else {
-            return Err(format!(
-                "its {} names no Secret and key",
-                field("spec.objectStorage.caCertRef")
-            ));
+            return Err(Refusal::NoReference(field("spec.objectStorage.caCertRef")));
         };
         let pem = secret(secret_name, key)?;
         let from = field(&format!(
@@ -155,7 +146,7 @@ fn tls(
         let from = field("spec.objectStorage.caCert");
         let pem = base64::engine::general_purpose::STANDARD
             .decode(encoded)
-            .map_err(|_| format!("its {from} is not base64"))?;
+            .map_err(|_| Refusal::NotBase64(from.clone()))?;
         Some((from, pem))
     } else {
         None
@@ -165,13 +156,11 @@ fn tls(
 
 /// The keys of profile `config.profile` (else `default`) of an AWS
 /// credentials file, as Velero hands them to restic.
-fn aws_variables(bsl: &Value, file: &str) -> Result<BTreeMap<String, String>, String> {
+fn aws_variables(bsl: &Value, file: &str) -> Result<BTreeMap<String, String>, Refusal> {
     let profile = text(bsl, "/spec/config/profile").unwrap_or("default");
-    let (id, secret, token) = profile_keys(file, profile).ok_or_else(|| {
-        format!(
-            "its credentials file has no keys for profile {}",
-            crate::text::escape(profile)
-        )
+    let (id, secret, token) = profile_keys(file, profile).ok_or_else(|| Refusal::Lacks {
+        holder: "credentials file".into(),
+        what: format!("keys for profile {}", escape(profile)),
     })?;
     let mut variables = BTreeMap::from([
         ("AWS_ACCESS_KEY_ID".to_owned(), id),
@@ -187,17 +176,22 @@ fn aws_variables(bsl: &Value, file: &str) -> Result<BTreeMap<String, String>, St
 /// file's `config.storageAccountKeyEnvVar` line), as Velero hands them to
 /// restic. Without that setting Velero asks Azure for the key, which
 /// lockwarden does not.
-fn azure_variables(bsl: &Value, file: &str) -> Result<BTreeMap<String, String>, String> {
-    let account = text(bsl, "/spec/config/storageAccount")
-        .ok_or("its BackupStorageLocation has no config.storageAccount")?;
-    let name = text(bsl, "/spec/config/storageAccountKeyEnvVar")
-        .ok_or("its BackupStorageLocation has no config.storageAccountKeyEnvVar")?;
+fn azure_variables(bsl: &Value, file: &str) -> Result<BTreeMap<String, String>, Refusal> {
+    let account = text(bsl, "/spec/config/storageAccount").ok_or(Refusal::Unset(
+        "its BackupStorageLocation has no config.storageAccount",
+    ))?;
+    let name = text(bsl, "/spec/config/storageAccountKeyEnvVar").ok_or(Refusal::Unset(
+        "its BackupStorageLocation has no config.storageAccountKeyEnvVar",
+    ))?;
     let key = file
         .lines()
         .filter_map(|line| line.trim().split_once('='))
         .find(|(k, _)| k.trim() == name)
         .map(|(_, v)| v.trim().trim_matches('"').to_owned())
-        .ok_or_else(|| format!("its credentials file has no {}", crate::text::escape(name)))?;
+        .ok_or_else(|| Refusal::Lacks {
+            holder: "credentials file".into(),
+            what: escape(name).into_owned(),
+        })?;
     Ok(BTreeMap::from([
         ("AZURE_ACCOUNT_NAME".to_owned(), account.to_owned()),
         ("AZURE_ACCOUNT_KEY".to_owned(), key),
@@ -215,9 +209,13 @@ mod tests {
     fn a_repository_on_another_storage_is_refused_by_its_scheme() {
         assert_eq!(super::readable("s3:https://minio/b/restic/ns"), Ok(()));
         assert_eq!(super::readable("azure:c:/restic/ns"), Ok(()));
-        let gs = super::readable("gs:bucket:/restic/ns").expect_err("refused");
+        let gs = super::readable("gs:bucket:/restic/ns")
+            .expect_err("refused")
+            .to_string();
         assert!(gs.contains("a gs: repository") && gs.contains("GCS credentials are a file"));
-        let custom = super::readable("custom:x/y").expect_err("refused");
+        let custom = super::readable("custom:x/y")
+            .expect_err("refused")
+            .to_string();
         assert!(
             custom.contains("a custom: repository") && !custom.contains("GCS"),
             "{custom}"
@@ -233,7 +231,7 @@ mod tests {
 
     /// The TLS setting of a location with `spec`, whose Secret `ca`
     /// holds the test CA at key `ca.crt`.
-    fn tls(spec: Value) -> Result<Tls, String> {
+    fn tls(spec: Value) -> Result<Tls, super::Refusal> {
         super::tls(&bsl(spec), "default", |secret, key| match (secret, key) {
             ("ca", "ca.crt") => Ok(TEST_CA.to_owned()),
             _ => Err(ReferenceError::NoKey {
@@ -295,7 +293,7 @@ mod tests {
             ),
         ];
         for (spec, why) in refusals {
-            let said = tls(spec).expect_err(why);
+            let said = tls(spec).expect_err(why).to_string();
             assert!(said.contains(why), "{said}");
         }
     }

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::super::Found;
 use super::super::api::{ClusterView, ReferenceError};
 use super::super::field::text;
-use super::{Parts, each, pod_suffix};
+use super::{Parts, Refusal, each, pod_suffix};
 use crate::kubernetes::KubeError;
 use crate::text::escape;
 use crate::tls::Tls;
@@ -47,15 +47,21 @@ fn parts(
     object: &Value,
     namespace: &str,
     secret: &str,
-) -> Result<Parts, String> {
+) -> Result<Parts, Refusal> {
     let mut variables: BTreeMap<String, String> =
         view.secret_values(namespace, secret)?.into_iter().collect();
     let location = variables
         .remove("RESTIC_REPOSITORY")
-        .ok_or_else(|| format!("its Secret {secret} has no RESTIC_REPOSITORY"))?;
+        .ok_or_else(|| Refusal::Lacks {
+            holder: format!("Secret {secret}"),
+            what: "RESTIC_REPOSITORY".into(),
+        })?;
     let password = variables
         .remove("RESTIC_PASSWORD")
-        .ok_or_else(|| format!("its Secret {secret} has no RESTIC_PASSWORD"))?;
+        .ok_or_else(|| Refusal::Lacks {
+            holder: format!("Secret {secret}"),
+            what: "RESTIC_PASSWORD".into(),
+        })?;
     let tls = tls(
         object,
         namespace,
@@ -75,7 +81,7 @@ fn tls(
     namespace: &str,
     secret: impl Fn(&str, &str) -> Result<String, ReferenceError>,
     config_map: impl Fn(&str, &str) -> Result<String, ReferenceError>,
-) -> Result<Tls, String> {
+) -> Result<Tls, Refusal> {
     let Some(custom) = object.pointer("/spec/restic/customCA") else {
         return Ok(Tls::Default);
     };
@@ -111,7 +117,7 @@ mod tests {
     /// The TLS setting of an object whose `spec.restic.customCA` is
     /// `custom`, where Secret `ca` and ConfigMap `ca-map` hold the test CA
     /// at key `ca.crt`.
-    fn tls(custom: Value) -> Result<Tls, String> {
+    fn tls(custom: Value) -> Result<Tls, super::Refusal> {
         let object = json!({"spec": {"restic": {"repository": "r", "customCA": custom}}});
         let read = |kind: &'static str, held: &'static str| {
             move |name: &str, key: &str| {
@@ -165,6 +171,9 @@ mod tests {
         // The Secret wins, as in VolSync.
         let why = tls(json!({"secretName": "gone", "configMapName": "ca-map", "key": "ca.crt"}))
             .expect_err("the Secret is read");
-        assert_eq!(why, "key ca.crt of Secret app/gone does not exist");
+        assert_eq!(
+            why.to_string(),
+            "key ca.crt of Secret app/gone does not exist"
+        );
     }
 }
