@@ -55,10 +55,10 @@ struct Registered(i32);
 impl Registered {
     fn new(group: i32) -> Registered {
         if let Ok(mut running) = RUNNING.lock() {
-            if running.stopping {
-                if let Some(pid) = Pid::from_raw(group) {
-                    let _ = kill_process_group(pid, Signal::KILL);
-                }
+            if running.stopping
+                && let Some(pid) = Pid::from_raw(group)
+            {
+                let _ = kill_process_group(pid, Signal::KILL);
             }
             running.groups.push(group);
         }

@@ -111,35 +111,107 @@ pub struct ExpectedError {
     pub contains: String,
 }
 
+/// Why the conformance cases cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CasesError {
+    /// The directory cannot be listed.
+    #[error("cannot read conformance cases in {}: {cause}", .dir.display())]
+    Dir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        cause: std::io::Error,
+    },
+    /// The directory holds no `*.json` file.
+    #[error("no *.json cases in {}", .dir.display())]
+    NoCases {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// One case file is refused.
+    #[error("case {}: {fault}", .path.display())]
+    Case {
+        /// The case file.
+        path: PathBuf,
+        /// What is wrong with it.
+        fault: CaseFault,
+    },
+}
+
+/// What is wrong with one case file.
+#[derive(Debug, thiserror::Error)]
+pub enum CaseFault {
+    /// It cannot be read (not a regular file, too large, ...).
+    #[error("it {0}")]
+    Read(crate::files::ReadError),
+    /// It is not UTF-8.
+    #[error("it is not UTF-8 text")]
+    NotUtf8,
+    /// It is no case.
+    #[error("{0}")]
+    Json(serde_json::Error),
+    /// Its `contract` is no version.
+    #[error(
+        "`contract` is `{}`, not a version such as `0.2.0`",
+        crate::text::escape(.0)
+    )]
+    Contract(String),
+}
+
+/// Why a case could not be run (beside any verdict it expected).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Its request is not a valid recorded request.
+    #[error("case {case}: the request is not valid: {cause}")]
+    Request {
+        /// The case's name.
+        case: String,
+        /// What is wrong with the request.
+        cause: crate::request::RequestError,
+    },
+    /// The policy itself failed (a trap, a limit).
+    #[error("case {case}: {cause}")]
+    Plugin {
+        /// The case's name.
+        case: String,
+        /// How the plugin failed.
+        cause: PluginError,
+    },
+}
+
 /// Reads every `*.json` case in `dir`, in name order.
-pub fn load_dir(dir: &Path) -> Result<Vec<Case>, String> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read conformance cases in {}: {e}", dir.display()))?;
+pub fn load_dir(dir: &Path) -> Result<Vec<Case>, CasesError> {
+    let entries = std::fs::read_dir(dir).map_err(|cause| CasesError::Dir {
+        dir: dir.to_owned(),
+        cause,
+    })?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
         .collect();
     paths.sort();
     if paths.is_empty() {
-        return Err(format!("no *.json cases in {}", dir.display()));
+        return Err(CasesError::NoCases {
+            dir: dir.to_owned(),
+        });
     }
     paths.into_iter().map(|path| load(&path)).collect()
 }
 
 /// Reads one case file.
-pub fn load(path: &Path) -> Result<Case, String> {
-    let fail = |e: String| format!("case {}: {e}", path.display());
+pub fn load(path: &Path) -> Result<Case, CasesError> {
+    let fail = |fault: CaseFault| CasesError::Case {
+        path: path.to_owned(),
+        fault,
+    };
     let bytes = crate::files::read_regular_file(path, crate::limits::REQUEST)
-        .map_err(|e| fail(format!("it {e}")))?;
-    let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8 text".into()))?;
-    let meta: CaseMeta = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(CaseFault::Read(e)))?;
+    let text = String::from_utf8(bytes).map_err(|_| fail(CaseFault::NotUtf8))?;
+    let meta: CaseMeta = serde_json::from_str(&text).map_err(|e| fail(CaseFault::Json(e)))?;
     if let Some(contract) = &meta.contract
         && version_key(contract).is_none()
     {
-        return Err(fail(format!(
-            "`contract` is `{}`, not a version such as `0.2.0`",
-            crate::text::escape(contract)
-        )));
+        return Err(fail(CaseFault::Contract(contract.clone())));
     }
     Ok(Case {
         name: path
@@ -225,8 +297,8 @@ pub fn run_suite<'a>(cases: &'a [Case], runtime: &Runtime, policy: &Policy) -> S
                         observed,
                     },
                     Err(e) => CaseResult::Ran {
-                        observed: json!({"host_error": e}),
-                        problems: vec![e],
+                        observed: json!({"host_error": e.to_string()}),
+                        problems: vec![e.to_string()],
                     },
                 },
             };
@@ -250,16 +322,21 @@ impl Case {
 
     /// Runs the case's request through `policy` and returns what it answered
     /// in the host-neutral form [`observed_json`] describes.
-    pub fn run(&self, runtime: &Runtime, policy: &Policy) -> Result<Value, String> {
-        let prepared = Prepared::from_json(&self.text)
-            .map_err(|e| format!("case {}: the request is not valid: {e}", self.name))?;
+    pub fn run(&self, runtime: &Runtime, policy: &Policy) -> Result<Value, RunError> {
+        let prepared = Prepared::from_json(&self.text).map_err(|cause| RunError::Request {
+            case: self.name.clone(),
+            cause,
+        })?;
         let result = runtime.evaluate(
             policy,
             prepared.now,
             Arc::new(prepared.evidence),
             &prepared.request,
         );
-        observed_json(&prepared.request, result).map_err(|e| format!("case {}: {e}", self.name))
+        observed_json(&prepared.request, result).map_err(|cause| RunError::Plugin {
+            case: self.name.clone(),
+            cause,
+        })
     }
 
     /// Compares what a host observed with what the case expects; one line per
@@ -477,7 +554,22 @@ mod tests {
         let path = dir.path().join("bad.json");
         std::fs::write(&path, r#"{"contract": "two", "expect": {}}"#).expect("write");
         let err = load(&path).expect_err("refused");
+        assert!(matches!(
+            err,
+            CasesError::Case {
+                fault: CaseFault::Contract(_),
+                ..
+            }
+        ));
+        let err = err.to_string();
         assert!(err.contains("`contract` is `two`, not a version"), "{err}");
+        assert_eq!(
+            err,
+            format!(
+                "case {}: `contract` is `two`, not a version such as `0.2.0`",
+                path.display()
+            )
+        );
     }
 
     fn problems(expect: Value, observed: Value) -> Vec<String> {

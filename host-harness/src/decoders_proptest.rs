@@ -155,7 +155,8 @@ proptest! {
             d = "0".repeat(64)
         )),
     ]) {
-        let reference = OciReference::parse("oci://127.0.0.1:5000/p:1").map_err(TestCaseError::fail)?;
+        let reference = OciReference::parse("oci://127.0.0.1:5000/p:1")
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         if let Ok(layer) = wasm_layer(&reference, body.as_bytes()) {
             prop_assert!(u64::try_from(layer.size).is_ok_and(|s| s <= limits::POLICY));
         }

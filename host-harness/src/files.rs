@@ -106,22 +106,43 @@ pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
+/// Why a directory is not private to this user ([`check_private_dir`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PrivateDirError {
+    /// Its metadata cannot be read.
+    #[error("cannot inspect it: {0}")]
+    Inspect(std::io::Error),
+    /// Another user owns it.
+    #[error("it is owned by uid {owner}, not by this user (uid {me}); use a directory of your own")]
+    Owner {
+        /// Its owner.
+        owner: u32,
+        /// This process's effective uid.
+        me: u32,
+    },
+    /// Its group or others may write in it.
+    #[error("it is writable by others (mode {mode:o}); use a private directory (chmod 700)")]
+    Writable {
+        /// Its permission bits.
+        mode: u32,
+    },
+}
+
 /// Fails unless `dir` belongs to this user and no one else may write in it:
 /// in a directory others can write, they could plant links or swap files.
-pub(crate) fn check_private_dir(dir: &Path) -> Result<(), String> {
-    let meta = std::fs::metadata(dir).map_err(|e| format!("cannot inspect it: {e}"))?;
+pub(crate) fn check_private_dir(dir: &Path) -> Result<(), PrivateDirError> {
+    let meta = std::fs::metadata(dir).map_err(PrivateDirError::Inspect)?;
     let me = rustix::process::geteuid().as_raw();
     if meta.uid() != me {
-        return Err(format!(
-            "it is owned by uid {}, not by this user (uid {me}); use a directory of your own",
-            meta.uid()
-        ));
+        return Err(PrivateDirError::Owner {
+            owner: meta.uid(),
+            me,
+        });
     }
     if meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "it is writable by others (mode {:o}); use a private directory (chmod 700)",
-            meta.mode() & 0o7777
-        ));
+        return Err(PrivateDirError::Writable {
+            mode: meta.mode() & 0o7777,
+        });
     }
     Ok(())
 }
@@ -222,10 +243,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
             .expect("chmod");
-        assert_eq!(check_private_dir(dir.path()), Ok(()));
+        assert!(check_private_dir(dir.path()).is_ok());
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777))
             .expect("chmod");
         let err = check_private_dir(dir.path()).expect_err("world-writable");
+        assert!(matches!(err, PrivateDirError::Writable { .. }), "{err:?}");
+        let err = err.to_string();
         assert!(err.contains("writable by others"), "{err}");
     }
 }

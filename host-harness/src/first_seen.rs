@@ -26,7 +26,30 @@ use crate::time::{format_rfc3339, parse_rfc3339};
 #[error("first-seen store {path}: {cause}")]
 pub struct FirstSeenError {
     path: String,
-    cause: String,
+    cause: FirstSeenCause,
+}
+
+/// What failed in the store, after the path [`FirstSeenError`] names.
+#[derive(Debug, thiserror::Error)]
+pub enum FirstSeenCause {
+    /// The directory cannot be created.
+    #[error("cannot create the directory: {0}")]
+    CreateDir(std::io::Error),
+    /// The directory is not private to this user.
+    #[error("refusing the state directory: {0}")]
+    NotPrivate(crate::files::PrivateDirError),
+    /// The state file's lock cannot be taken.
+    #[error("cannot lock: {0}")]
+    Lock(std::io::Error),
+    /// The state file cannot be read.
+    #[error("cannot read: it {0}")]
+    Read(ReadError),
+    /// The state file is no state.
+    #[error("is damaged ({0}); move it away to start afresh")]
+    Damaged(serde_json::Error),
+    /// The state cannot be written.
+    #[error("cannot write: {0}")]
+    Write(std::io::Error),
 }
 
 /// First-seen times, one file per repository, under one directory.
@@ -104,18 +127,18 @@ impl FirstSeenStore {
         now: i64,
     ) -> Result<(), FirstSeenError> {
         let path = self.path(repo_id);
-        let fail = |cause: String| FirstSeenError {
+        let fail = |cause: FirstSeenCause| FirstSeenError {
             path: path.display().to_string(),
             cause,
         };
         crate::files::create_private_dir(&self.dir)
-            .map_err(|e| fail(format!("cannot create the directory: {e}")))?;
+            .map_err(|e| fail(FirstSeenCause::CreateDir(e)))?;
         crate::files::check_private_dir(&self.dir).map_err(|e| FirstSeenError {
             path: self.dir.display().to_string(),
-            cause: format!("refusing the state directory: {e}"),
+            cause: FirstSeenCause::NotPrivate(e),
         })?;
-        let guard = lock_file(&path.with_extension("lock"))
-            .map_err(|e| fail(format!("cannot lock: {e}")))?;
+        let guard =
+            lock_file(&path.with_extension("lock")).map_err(|e| fail(FirstSeenCause::Lock(e)))?;
         let mut state = read_state(&path).map_err(fail)?;
         let boot = boot_id();
         let clocks = Clocks {
@@ -148,20 +171,19 @@ impl FirstSeenStore {
         serde_json::to_vec_pretty(&state)
             .map_err(std::io::Error::other)
             .and_then(|bytes| crate::files::write_atomically(&path, &bytes))
-            .map_err(|e| fail(format!("cannot write: {e}")))?;
+            .map_err(|e| fail(FirstSeenCause::Write(e)))?;
         drop(guard);
         Ok(())
     }
 }
 
 /// The state file at `path`; none yet is an empty one. The error is the
-/// cause, for a [`StoreError`].
-fn read_state(path: &Path) -> Result<StateFile, String> {
+/// cause, for a [`FirstSeenError`].
+fn read_state(path: &Path) -> Result<StateFile, FirstSeenCause> {
     match read_regular_file(path, crate::limits::FIRST_SEEN_STATE) {
-        Ok(bytes) => serde_json::from_slice::<StateFile>(&bytes)
-            .map_err(|e| format!("is damaged ({e}); move it away to start afresh")),
+        Ok(bytes) => serde_json::from_slice::<StateFile>(&bytes).map_err(FirstSeenCause::Damaged),
         Err(ReadError::NotFound) => Ok(StateFile::default()),
-        Err(e) => Err(format!("cannot read: it {e}")),
+        Err(e) => Err(FirstSeenCause::Read(e)),
     }
 }
 

@@ -52,13 +52,24 @@ impl Default for Timeout {
     }
 }
 
+/// Why a text is no [`Timeout`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeoutError {
+    /// The text is no duration.
+    #[error(transparent)]
+    Duration(#[from] crate::time::DurationError),
+    /// The duration is zero.
+    #[error(transparent)]
+    Zero(#[from] ZeroTimeout),
+}
+
 /// A duration as Go writes one (`90s`, `1.5m`), more than zero: how
 /// `--timeout` is read.
 impl FromStr for Timeout {
-    type Err = String;
+    type Err = TimeoutError;
 
-    fn from_str(text: &str) -> Result<Timeout, String> {
-        Timeout::new(crate::time::parse_duration(text)?).map_err(|e| e.to_string())
+    fn from_str(text: &str) -> Result<Timeout, TimeoutError> {
+        Ok(Timeout::new(crate::time::parse_duration(text)?)?)
     }
 }
 
@@ -304,12 +315,18 @@ mod tests {
         );
         assert_eq!("90s".parse(), Ok(Timeout(Duration::from_secs(90))));
         for zero in ["0", "0s", "0ms"] {
+            let refused = zero.parse::<Timeout>();
+            assert_eq!(refused, Err(TimeoutError::Zero(ZeroTimeout)));
             assert_eq!(
-                zero.parse::<Timeout>(),
-                Err("must be more than zero".into())
+                refused.expect_err("zero").to_string(),
+                "must be more than zero"
             );
         }
         assert!("soon".parse::<Timeout>().is_err());
+        assert!(matches!(
+            "soon".parse::<Timeout>(),
+            Err(TimeoutError::Duration(_))
+        ));
         assert_eq!(Timeout::default().get(), crate::command::DEFAULT_TIMEOUT);
     }
 }

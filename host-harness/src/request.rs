@@ -131,7 +131,7 @@ pub enum RequestError {
 fn rfc3339(text: &str, field: impl FnOnce() -> String) -> Result<i64, RequestError> {
     parse_rfc3339(text).map_err(|cause| RequestError::Time {
         field: field(),
-        cause,
+        cause: cause.to_string(),
     })
 }
 

@@ -21,24 +21,121 @@ pub fn install_provider() {
     });
 }
 
+/// The advice every [`RootsError::Setup`] and [`RootsError::Client`] ends with.
+const INSTALL: &str = "install CA certificates, or point SSL_CERT_FILE at a bundle of them";
+
+/// Why the trusted roots cannot be read, or no HTTPS client made.
+#[derive(Debug, thiserror::Error)]
+pub enum RootsError {
+    /// `SSL_CERT_FILE` or `SSL_CERT_DIR` is refused ([`check_roots`]).
+    #[error("cannot set up TLS: {0}; {INSTALL}")]
+    Setup(CertEnvError),
+    /// The TLS stack made no client (no root found, most often).
+    #[error("cannot set up TLS: {}; {INSTALL}", client_cause(.0))]
+    Client(reqwest::Error),
+    /// `SSL_CERT_FILE` or `SSL_CERT_DIR` is refused ([`system_roots`]).
+    #[error("cannot read the system's CA certificates: {0}")]
+    System(CertEnvError),
+}
+
+/// What under reqwest's error made the client fail, escaped.
+fn client_cause(e: &reqwest::Error) -> String {
+    let cause = std::error::Error::source(e).map_or_else(|| e.to_string(), |s| s.to_string());
+    crate::text::escape(&cause).into_owned()
+}
+
+/// Why `SSL_CERT_FILE` or `SSL_CERT_DIR` is refused; paths are shown escaped.
+#[derive(Debug, thiserror::Error)]
+pub enum CertEnvError {
+    /// `SSL_CERT_FILE` names a file that is refused.
+    #[error("SSL_CERT_FILE {} {why}", shown(.path))]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        why: CertFileError,
+    },
+    /// A directory of `SSL_CERT_DIR` holds too many entries.
+    #[error("SSL_CERT_DIR {} holds more than {} entries", shown(.dir), limits::CERT_DIR_ENTRIES)]
+    Crowded {
+        /// The directory.
+        dir: std::path::PathBuf,
+    },
+    /// A file in a directory of `SSL_CERT_DIR` is refused.
+    #[error("SSL_CERT_DIR's {} {why}", shown(.path))]
+    DirFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        why: CertFileError,
+    },
+}
+
+/// Why one file of trusted roots is refused, as the end of a sentence naming it.
+#[derive(Debug, thiserror::Error)]
+pub enum CertFileError {
+    /// Its metadata cannot be read.
+    #[error("cannot be read: {0}")]
+    Unreadable(std::io::Error),
+    /// It is no regular file (a FIFO, a device).
+    #[error("is not a regular file")]
+    NotRegular,
+    /// It is larger than [`limits::CERT_FILE`].
+    #[error("is larger than {} bytes", limits::CERT_FILE)]
+    TooLarge,
+}
+
+/// A path as messages show it: control characters escaped.
+fn shown(path: &Path) -> String {
+    crate::text::escape(&path.display().to_string()).into_owned()
+}
+
+/// Why a repository's CA bundle is refused. Each message names the field it
+/// came from and the fault, never the content.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("its {from} {fault}")]
+pub struct CaError {
+    /// The field the bundle came from.
+    pub from: String,
+    /// What is wrong with it.
+    pub fault: CaFault,
+}
+
+/// What is wrong with a repository's CA bundle.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CaFault {
+    /// Larger than [`limits::REPOSITORY_CA`].
+    #[error(
+        "is larger than the {} bytes lockwarden takes of a CA bundle",
+        limits::REPOSITORY_CA
+    )]
+    TooLarge,
+    /// A PEM block is damaged.
+    #[error("is not a PEM bundle of certificates")]
+    NotPem,
+    /// More than [`limits::REPOSITORY_CA_CERTS`] certificates.
+    #[error("holds more than {} certificates", limits::REPOSITORY_CA_CERTS)]
+    TooMany,
+    /// Certificate number `.0` (from 1) does not parse.
+    #[error("holds a certificate (number {0}) that does not parse")]
+    BadCertificate(usize),
+    /// No certificate at all.
+    #[error("holds no PEM certificate (-----BEGIN CERTIFICATE-----)")]
+    Empty,
+}
+
 /// Whether an HTTPS client can be made here. It cannot when no trusted root
 /// certificate is found (an image without a CA bundle, `SSL_CERT_FILE`
 /// naming an empty file); oci-client then panics instead of saying so, so
 /// its callers ask first, and so do the object stores'. The error says what
 /// to do.
-pub fn check_roots() -> Result<(), String> {
-    let fail = |why: String| {
-        format!(
-            "cannot set up TLS: {why}; install CA certificates, or point SSL_CERT_FILE at a \
-             bundle of them"
-        )
-    };
-    check_cert_env().map_err(fail)?;
+pub fn check_roots() -> Result<(), RootsError> {
+    check_cert_env().map_err(RootsError::Setup)?;
     install_provider();
-    reqwest::Client::builder().build().map(drop).map_err(|e| {
-        let cause = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
-        fail(crate::text::escape(&cause).into_owned())
-    })
+    reqwest::Client::builder()
+        .build()
+        .map(drop)
+        .map_err(RootsError::Client)
 }
 
 /// `SSL_CERT_FILE` and the files in `SSL_CERT_DIR`, which the TLS stack
@@ -46,11 +143,12 @@ pub fn check_roots() -> Result<(), String> {
 /// most [`limits::CERT_FILE`] bytes (in the directory, subdirectories and
 /// dangling links are passed over). A FIFO there would hang every
 /// connection; an endless file would fill memory.
-fn check_cert_env() -> Result<(), String> {
-    let shown = |path: &Path| crate::text::escape(&path.display().to_string()).into_owned();
+fn check_cert_env() -> Result<(), CertEnvError> {
     if let Some(file) = std::env::var_os("SSL_CERT_FILE") {
-        let file = Path::new(&file);
-        check_cert_file(file).map_err(|why| format!("SSL_CERT_FILE {} {why}", shown(file)))?;
+        let path = std::path::PathBuf::from(file);
+        if let Err(why) = check_cert_file(&path) {
+            return Err(CertEnvError::File { path, why });
+        }
     }
     if let Some(dirs) = std::env::var_os("SSL_CERT_DIR") {
         for dir in std::env::split_paths(&dirs) {
@@ -59,11 +157,7 @@ fn check_cert_env() -> Result<(), String> {
             };
             for (n, entry) in entries.flatten().enumerate() {
                 if n >= limits::CERT_DIR_ENTRIES {
-                    return Err(format!(
-                        "SSL_CERT_DIR {} holds more than {} entries",
-                        shown(&dir),
-                        limits::CERT_DIR_ENTRIES
-                    ));
+                    return Err(CertEnvError::Crowded { dir });
                 }
                 let path = entry.path();
                 // Subdirectories and dangling links are skipped, as the
@@ -71,8 +165,11 @@ fn check_cert_env() -> Result<(), String> {
                 match std::fs::metadata(&path) {
                     Ok(meta) if meta.is_dir() => continue,
                     Err(_) => continue,
-                    Ok(_) => check_cert_file(&path)
-                        .map_err(|why| format!("SSL_CERT_DIR's {} {why}", shown(&path)))?,
+                    Ok(_) => {
+                        if let Err(why) = check_cert_file(&path) {
+                            return Err(CertEnvError::DirFile { path, why });
+                        }
+                    }
                 }
             }
         }
@@ -82,13 +179,13 @@ fn check_cert_env() -> Result<(), String> {
 
 /// A regular file (after symlinks) of at most [`limits::CERT_FILE`] bytes;
 /// looked at, not opened.
-fn check_cert_file(path: &Path) -> Result<(), String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {e}"))?;
+fn check_cert_file(path: &Path) -> Result<(), CertFileError> {
+    let meta = std::fs::metadata(path).map_err(CertFileError::Unreadable)?;
     if !meta.is_file() {
-        return Err("is not a regular file".into());
+        return Err(CertFileError::NotRegular);
     }
     if meta.len() > limits::CERT_FILE {
-        return Err(format!("is larger than {} bytes", limits::CERT_FILE));
+        return Err(CertFileError::TooLarge);
     }
     Ok(())
 }
@@ -160,40 +257,30 @@ impl Tls {
     /// [`limits::REPOSITORY_CA_CERTS`] certificates, each of which must
     /// parse, at least one. The error names `from` and the fault, never the
     /// content.
-    pub fn with_ca(pem: &[u8], from: String) -> Result<Tls, String> {
+    pub fn with_ca(pem: &[u8], from: String) -> Result<Tls, CaError> {
         use rustls::pki_types::pem::PemObject as _;
-        let bad = |what: &str| format!("its {from} {what}");
+        let bad = |fault: CaFault| CaError {
+            from: from.clone(),
+            fault,
+        };
         if pem.len() as u64 > limits::REPOSITORY_CA {
-            return Err(bad(&format!(
-                "is larger than the {} bytes lockwarden takes of a CA bundle",
-                limits::REPOSITORY_CA
-            )));
+            return Err(bad(CaFault::TooLarge));
         }
         let mut certs = Vec::new();
         for item in CertificateDer::pem_slice_iter(pem) {
-            let cert = item.map_err(|_| bad("is not a PEM bundle of certificates"))?;
+            let cert = item.map_err(|_| bad(CaFault::NotPem))?;
             if certs.len() == limits::REPOSITORY_CA_CERTS {
-                return Err(bad(&format!(
-                    "holds more than {} certificates",
-                    limits::REPOSITORY_CA_CERTS
-                )));
+                return Err(bad(CaFault::TooMany));
             }
             // What every verifier does with a root: take its subject, key
             // and constraints from it.
             rustls::RootCertStore::empty()
                 .add(cert.clone())
-                .map_err(|_| {
-                    bad(&format!(
-                        "holds a certificate (number {}) that does not parse",
-                        certs.len() + 1
-                    ))
-                })?;
+                .map_err(|_| bad(CaFault::BadCertificate(certs.len() + 1)))?;
             certs.push(cert);
         }
         if certs.is_empty() {
-            return Err(bad(
-                "holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
-            ));
+            return Err(bad(CaFault::Empty));
         }
         let digest = {
             use sha2::{Digest, Sha256};
@@ -275,13 +362,13 @@ impl std::fmt::Debug for Tls {
 /// (`SSL_CERT_FILE`, `SSL_CERT_DIR`, else the system's bundle), each file
 /// bounded first ([`check_cert_env`]); read once. What the REST backend
 /// trusts besides a repository's own CA.
-pub fn system_roots() -> Result<Arc<Vec<CertificateDer<'static>>>, String> {
+pub fn system_roots() -> Result<Arc<Vec<CertificateDer<'static>>>, RootsError> {
     static ROOTS: std::sync::OnceLock<Arc<Vec<CertificateDer<'static>>>> =
         std::sync::OnceLock::new();
     if let Some(roots) = ROOTS.get() {
         return Ok(roots.clone());
     }
-    check_cert_env().map_err(|why| format!("cannot read the system's CA certificates: {why}"))?;
+    check_cert_env().map_err(RootsError::System)?;
     let found = rustls_native_certs::load_native_certs();
     Ok(ROOTS.get_or_init(|| Arc::new(found.certs)).clone())
 }
@@ -352,7 +439,7 @@ vsMCIQCl8gVjXshpyRHMzPSxR0oHd7f7LgYS6afjoOK93h0W1A==\n\
 -----END CERTIFICATE-----\n\
 ";
 
-    fn with_ca(pem: &[u8]) -> Result<Tls, String> {
+    fn with_ca(pem: &[u8]) -> Result<Tls, CaError> {
         Tls::with_ca(pem, "spec.x (key ca.crt of Secret app/ca)".into())
     }
 
@@ -386,7 +473,7 @@ vsMCIQCl8gVjXshpyRHMzPSxR0oHd7f7LgYS6afjoOK93h0W1A==\n\
             ),
         ];
         for (pem, fault) in cases {
-            let why = with_ca(pem).expect_err(fault);
+            let why = with_ca(pem).expect_err(fault).to_string();
             assert!(
                 why.starts_with("its spec.x (key ca.crt of Secret app/ca) "),
                 "{why}"
@@ -395,7 +482,9 @@ vsMCIQCl8gVjXshpyRHMzPSxR0oHd7f7LgYS6afjoOK93h0W1A==\n\
             assert!(!why.contains("secret-value"), "{why}");
         }
         let large = TEST_CA.repeat(limits::REPOSITORY_CA as usize / TEST_CA.len() + 1);
-        let why = with_ca(large.as_bytes()).expect_err("too large");
+        let why = with_ca(large.as_bytes())
+            .expect_err("too large")
+            .to_string();
         assert!(why.contains("larger than"), "{why}");
     }
 

@@ -54,16 +54,26 @@ pub struct HoldArgs {
     command: Vec<OsString>,
 }
 
-fn refresh_interval(text: &str) -> Result<Duration, String> {
+/// Why a text is no `--refresh-interval`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum RefreshIntervalError {
+    /// The text is no duration.
+    #[error(transparent)]
+    Duration(#[from] lockwarden::time::DurationError),
+    /// The duration is outside what restic's refreshing allows.
+    #[error(
+        "must be between 1s and 5m: a lock refreshed less often than restic refreshes \
+         its own may look stale to others"
+    )]
+    OutOfRange,
+}
+
+fn refresh_interval(text: &str) -> Result<Duration, RefreshIntervalError> {
     let interval = super::parse_duration(text)?;
     if (MIN_REFRESH..=REFRESH_INTERVAL).contains(&interval) {
         Ok(interval)
     } else {
-        Err(
-            "must be between 1s and 5m: a lock refreshed less often than restic refreshes \
-             its own may look stale to others"
-                .into(),
-        )
+        Err(RefreshIntervalError::OutOfRange)
     }
 }
 

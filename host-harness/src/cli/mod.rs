@@ -175,7 +175,7 @@ enum Command {
 }
 
 /// Parses a duration as Go (and restic) do: `90s`, `30m`, `1.5h`, `1h30m`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, lockwarden::time::DurationError> {
     lockwarden::time::parse_duration(text)
 }
 

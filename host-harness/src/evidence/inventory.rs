@@ -376,7 +376,7 @@ impl Reading {
 
 /// `text` taken at `taken_at`, parsed.
 fn parsed((text, taken_at): (String, i64)) -> Result<(Records, i64), String> {
-    let records = parse(&text)?;
+    let records = parse(&text).map_err(|e| e.to_string())?;
     let hosts = Hosts {
         records,
         failed: BTreeMap::new(),

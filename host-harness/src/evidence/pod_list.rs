@@ -126,17 +126,44 @@ struct PlainHost {
     state: String,
 }
 
-fn time(field: &str, text: Option<&str>) -> Result<Option<i64>, String> {
+/// Why an inventory or a pod of the API cannot be read as records.
+#[derive(Debug, thiserror::Error)]
+pub enum PodListError {
+    /// The document is of neither accepted shape.
+    #[error(
+        "the inventory is neither a Kubernetes PodList nor a list of {{name, started, state}}: {0}"
+    )]
+    Document(serde_json::Error),
+    /// A plain list's host has a state of none of the three.
+    #[error("host {name}: state `{state}` is not running, succeeded or failed")]
+    State {
+        /// The host's name.
+        name: String,
+        /// Its state as given.
+        state: String,
+    },
+    /// A pod of the API is not one.
+    #[error("a pod: {0}")]
+    Pod(serde_json::Error),
+    /// A time field is no RFC 3339 time.
+    #[error("{field}: {cause}")]
+    Time {
+        /// The field (`status.startTime`).
+        field: &'static str,
+        /// What is wrong with it.
+        cause: crate::time::TimeError,
+    },
+}
+
+fn time(field: &'static str, text: Option<&str>) -> Result<Option<i64>, PodListError> {
     text.map(parse_rfc3339)
         .transpose()
-        .map_err(|e| format!("{field}: {e}"))
+        .map_err(|cause| PodListError::Time { field, cause })
 }
 
 /// Parses either format into hostname -> record.
-pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, String> {
-    let document: Document = serde_json::from_str(text).map_err(|e| {
-        format!("the inventory is neither a Kubernetes PodList nor a list of {{name, started, state}}: {e}")
-    })?;
+pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, PodListError> {
+    let document: Document = serde_json::from_str(text).map_err(PodListError::Document)?;
     let mut hosts: HashMap<String, Vec<HostRecord>> = HashMap::new();
     match document {
         Document::PodList { items } => {
@@ -148,10 +175,10 @@ pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, String> {
             for host in list {
                 let state = host.state.to_ascii_lowercase();
                 if !matches!(state.as_str(), "running" | "succeeded" | "failed") {
-                    return Err(format!(
-                        "host {}: state `{}` is not running, succeeded or failed",
-                        host.name, host.state
-                    ));
+                    return Err(PodListError::State {
+                        name: host.name,
+                        state: host.state,
+                    });
                 }
                 let record = HostRecord {
                     state,
@@ -168,10 +195,10 @@ pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, String> {
 
 /// The pods of the Kubernetes API (a list's items) and the namespaces
 /// whose pods could not be listed, read as [`parse`] reads a PodList.
-pub fn pods(items: Vec<Value>, failed: BTreeMap<String, String>) -> Result<Hosts, String> {
+pub fn pods(items: Vec<Value>, failed: BTreeMap<String, String>) -> Result<Hosts, PodListError> {
     let mut records = HashMap::new();
     for item in items {
-        let pod: Pod = serde_json::from_value(item).map_err(|e| format!("a pod: {e}"))?;
+        let pod: Pod = serde_json::from_value(item).map_err(PodListError::Pod)?;
         pod.add_to(&mut records)?;
     }
     Ok(Hosts { records, failed })
@@ -202,9 +229,10 @@ pub struct PodState {
     pub own_hostname: Option<String>,
 }
 
-/// `item`, a pod of the API, as the pod watch follows it.
+/// `item`, a pod of the API, as the pod watch follows it. (The message is a
+/// [`PodListError::Pod`]'s; the pod watch keeps it as text.)
 pub fn pod_state(item: Value) -> Result<PodState, String> {
-    let pod: Pod = serde_json::from_value(item).map_err(|e| format!("a pod: {e}"))?;
+    let pod: Pod = serde_json::from_value(item).map_err(|e| PodListError::Pod(e).to_string())?;
     let status = &pod.status;
     let restarts = (status.container_statuses.iter())
         .chain(&status.init_container_statuses)
@@ -241,7 +269,7 @@ impl Pod {
     /// Adds this pod's record to `hosts`, under the hostname restic saw:
     /// spec.hostname or the pod's name, cut by kubelet to 63 bytes without
     /// a trailing - or . ; the pod's own name answers too.
-    fn add_to(&self, hosts: &mut HashMap<String, Vec<HostRecord>>) -> Result<(), String> {
+    fn add_to(&self, hosts: &mut HashMap<String, Vec<HostRecord>>) -> Result<(), PodListError> {
         let record = self.record()?;
         for name in self.hostnames() {
             hosts.entry(name).or_default().push(record.clone());
@@ -260,7 +288,7 @@ impl Pod {
     }
 
     /// What the inventory knows of this pod.
-    fn record(&self) -> Result<HostRecord, String> {
+    fn record(&self) -> Result<HostRecord, PodListError> {
         Ok(HostRecord {
             state: self
                 .status
@@ -289,7 +317,7 @@ impl Pod {
     /// waiting one, a terminated sidecar or main container, an init
     /// container the spec does not describe, one in the spec without a
     /// status) leaves the holder's container unknown: `None`, no claim.
-    fn containers_started(&self) -> Result<Option<i64>, String> {
+    fn containers_started(&self) -> Result<Option<i64>, PodListError> {
         let status = &self.status;
         let main = status.container_statuses.iter().map(|c| (Kind::Main, c));
         let init = status
@@ -367,4 +395,47 @@ pub(super) fn kubelet_hostname(name: &str) -> String {
         end -= 1;
     }
     name[..end].trim_end_matches(['-', '.']).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_refusal_names_its_cause() {
+        let state =
+            parse(r#"[{"name":"vm","started":null,"state":"paused"}]"#).expect_err("no such state");
+        assert!(matches!(state, PodListError::State { .. }), "{state:?}");
+        assert_eq!(
+            state.to_string(),
+            "host vm: state `paused` is not running, succeeded or failed"
+        );
+        let time =
+            parse(r#"[{"name":"vm","started":"noon","state":"running"}]"#).expect_err("no time");
+        assert!(
+            time.to_string()
+                .starts_with("started: `noon` is not an RFC 3339 time: "),
+            "{time}"
+        );
+        let document = parse("{}").expect_err("no inventory").to_string();
+        assert!(
+            document.starts_with(
+                "the inventory is neither a Kubernetes PodList nor a list of \
+                 {name, started, state}: "
+            ),
+            "{document}"
+        );
+        let pod = pods(vec![Value::from(7)], BTreeMap::new()).expect_err("no pod");
+        assert!(pod.to_string().starts_with("a pod: "), "{pod}");
+        let started = serde_json::json!({
+            "metadata": {"name": "p", "uid": "u"},
+            "status": {"startTime": "late"},
+        });
+        let pod = pods(vec![started], BTreeMap::new()).expect_err("no start time");
+        assert!(
+            pod.to_string()
+                .starts_with("status.startTime: `late` is not an RFC 3339 time: "),
+            "{pod}"
+        );
+    }
 }

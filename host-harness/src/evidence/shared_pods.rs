@@ -104,7 +104,8 @@ fn list(
     state.running = true;
     drop(state);
     let records = list_pods(kubernetes, timeout)
-        .and_then(|listing| pods(listing.items, listing.failed))
+        .map_err(|e| e.to_string())
+        .and_then(|listing| pods(listing.items, listing.failed).map_err(|e| e.to_string()))
         .map(Arc::new);
     let mut state = lock.lock().map_err(|_| POISONED.to_owned())?;
     state.running = false;

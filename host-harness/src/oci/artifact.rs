@@ -34,6 +34,23 @@ struct WasmConfig {
     component: Component,
 }
 
+/// Why a component cannot be described for pushing.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    /// The bytes are no valid component.
+    #[error("not a valid component: {0}")]
+    Invalid(wasmparser::BinaryReaderError),
+    /// An import of the component cannot be read.
+    #[error("bad import: {0}")]
+    Import(wasmparser::BinaryReaderError),
+    /// An export of the component cannot be read.
+    #[error("bad export: {0}")]
+    Export(wasmparser::BinaryReaderError),
+    /// The config cannot be written as JSON.
+    #[error("{0}")]
+    Config(serde_json::Error),
+}
+
 /// The component's world, by the names of its top-level imports and exports.
 #[derive(Debug, Serialize)]
 struct Component {
@@ -46,7 +63,7 @@ struct Component {
 impl Component {
     /// Reads the names of `component`'s own imports and exports (not those
     /// of the modules and components nested in it).
-    fn read(component: &[u8]) -> Result<Component, String> {
+    fn read(component: &[u8]) -> Result<Component, ArtifactError> {
         let mut found = Component {
             exports: Vec::new(),
             imports: Vec::new(),
@@ -54,18 +71,18 @@ impl Component {
         };
         let mut depth = 0usize;
         for payload in Parser::new(0).parse_all(component) {
-            match payload.map_err(|e| format!("not a valid component: {e}"))? {
+            match payload.map_err(ArtifactError::Invalid)? {
                 Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
                 Payload::End(_) if depth > 0 => depth -= 1,
                 Payload::ComponentImportSection(imports) if depth == 0 => {
                     for import in imports {
-                        let import = import.map_err(|e| format!("bad import: {e}"))?;
+                        let import = import.map_err(ArtifactError::Import)?;
                         found.imports.push(import.name.name.to_owned());
                     }
                 }
                 Payload::ComponentExportSection(exports) if depth == 0 => {
                     for export in exports {
-                        let export = export.map_err(|e| format!("bad export: {e}"))?;
+                        let export = export.map_err(ArtifactError::Export)?;
                         found.exports.push(export.name.name.to_owned());
                     }
                 }
@@ -77,7 +94,7 @@ impl Component {
 }
 
 /// The config and the layer for pushing `component`.
-pub fn config_and_layer(component: &[u8]) -> Result<(Config, ImageLayer), String> {
+pub fn config_and_layer(component: &[u8]) -> Result<(Config, ImageLayer), ArtifactError> {
     let config = WasmConfig {
         created: jiff::Timestamp::now().to_string(),
         author: None,
@@ -86,7 +103,7 @@ pub fn config_and_layer(component: &[u8]) -> Result<(Config, ImageLayer), String
         layer_digests: vec![super::sha256_digest(component)],
         component: Component::read(component)?,
     };
-    let config = serde_json::to_vec(&config).map_err(|e| e.to_string())?;
+    let config = serde_json::to_vec(&config).map_err(ArtifactError::Config)?;
     Ok((
         Config {
             data: config.into(),

@@ -31,7 +31,7 @@ use oci_client::secrets::RegistryAuth;
 
 use artifact::{CONFIG_MEDIA_TYPE, LAYER_MEDIA_TYPE};
 
-pub use reference::{OciReference, SCHEME};
+pub use reference::{OciReference, ReferenceError, SCHEME};
 use store::BlobStore;
 pub use store::sha256_digest;
 
@@ -275,7 +275,7 @@ impl Registry {
         let (config, layer) =
             artifact::config_and_layer(component).map_err(|cause| OciError::NotComponent {
                 what: "the file to push".into(),
-                cause,
+                cause: cause.to_string(),
             })?;
         let client = self.client(reference)?;
         let auth = credentials(&reference.registry)?;
@@ -311,7 +311,7 @@ impl Registry {
         // it cannot.
         crate::tls::check_roots().map_err(|cause| OciError::Unreachable {
             registry: reference.registry.clone(),
-            cause,
+            cause: cause.to_string(),
             hint: "lockwarden trusts the system's certificates",
         })?;
         Ok(Client::new(ClientConfig {

@@ -20,15 +20,73 @@ pub struct OciReference {
 /// The scheme every OCI policy address starts with.
 pub const SCHEME: &str = "oci://";
 
+/// The accepted form, shown with each [`ReferenceError`].
+const FORM: &str =
+    "use oci://HOST[:PORT]/REPOSITORY:TAG or oci://HOST[:PORT]/REPOSITORY@sha256:DIGEST";
+
+/// Why a text is no [`OciReference`]; each message shows the text and, where
+/// it helps, the accepted form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReferenceError {
+    /// The text does not start with [`SCHEME`].
+    #[error("`{text}` does not start with {SCHEME}; {FORM}")]
+    NoScheme {
+        /// The reference as given.
+        text: String,
+    },
+    /// No `HOST/REPOSITORY` follows the scheme.
+    #[error("`{text}` names no registry host and repository; {FORM}")]
+    NoRepository {
+        /// The reference as given.
+        text: String,
+    },
+    /// Neither a tag nor a digest is given.
+    #[error("`{text}` has neither a tag nor a digest; {FORM} (pin a digest for production)")]
+    Unpinned {
+        /// The reference as given.
+        text: String,
+    },
+    /// The tag breaks the OCI grammar.
+    #[error("`{tag}` in `{text}` is not a valid tag (letters, digits, `.`, `_`, `-`, at most 128)")]
+    Tag {
+        /// The tag.
+        tag: String,
+        /// The reference as given.
+        text: String,
+    },
+    /// The repository name breaks the OCI grammar.
+    #[error(
+        "`{repository}` in `{text}` is not a valid repository name (lowercase letters, \
+         digits, `.`, `_`, `-`, separated by `/`)"
+    )]
+    Repository {
+        /// The repository name.
+        repository: String,
+        /// The reference as given.
+        text: String,
+    },
+    /// The digest is not sha256.
+    #[error("digest `{digest}` is not sha256:<64 hex digits>; only sha256 is supported")]
+    DigestAlgorithm {
+        /// The digest as given.
+        digest: String,
+    },
+    /// The sha256 digest is not 64 lowercase hex digits.
+    #[error("digest `{digest}` is not sha256:<64 lowercase hex digits>")]
+    DigestHex {
+        /// The digest as given.
+        digest: String,
+    },
+}
+
 impl OciReference {
     /// Parses `oci://HOST[:PORT]/REPOSITORY[:TAG][@sha256:DIGEST]`. The error
     /// says what is wrong and shows the accepted form.
-    pub fn parse(text: &str) -> Result<OciReference, String> {
-        let form =
-            "use oci://HOST[:PORT]/REPOSITORY:TAG or oci://HOST[:PORT]/REPOSITORY@sha256:DIGEST";
+    pub fn parse(text: &str) -> Result<OciReference, ReferenceError> {
+        let text_owned = || text.to_owned();
         let rest = text
             .strip_prefix(SCHEME)
-            .ok_or_else(|| format!("`{text}` does not start with {SCHEME}; {form}"))?;
+            .ok_or_else(|| ReferenceError::NoScheme { text: text_owned() })?;
         let (name, digest) = match rest.split_once('@') {
             Some((name, digest)) => (name, Some(parse_digest(digest)?)),
             None => (rest, None),
@@ -36,16 +94,14 @@ impl OciReference {
         let (registry, path) = name
             .split_once('/')
             .filter(|(host, path)| !host.is_empty() && !path.is_empty())
-            .ok_or_else(|| format!("`{text}` names no registry host and repository; {form}"))?;
+            .ok_or_else(|| ReferenceError::NoRepository { text: text_owned() })?;
         // A colon after the last slash separates the tag.
         let (repository, tag) = match path.rsplit_once(':') {
             Some((repo, tag)) if !tag.contains('/') => (repo, Some(tag)),
             _ => (path, None),
         };
         if tag.is_none() && digest.is_none() {
-            return Err(format!(
-                "`{text}` has neither a tag nor a digest; {form} (pin a digest for production)"
-            ));
+            return Err(ReferenceError::Unpinned { text: text_owned() });
         }
         if let Some(tag) = tag {
             let valid = !tag.is_empty()
@@ -55,9 +111,10 @@ impl OciReference {
                     .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
                 && !tag.starts_with(['.', '-']);
             if !valid {
-                return Err(format!(
-                    "`{tag}` in `{text}` is not a valid tag (letters, digits, `.`, `_`, `-`, at most 128)"
-                ));
+                return Err(ReferenceError::Tag {
+                    tag: tag.to_owned(),
+                    text: text_owned(),
+                });
             }
         }
         let repo_valid = repository.split('/').all(|part| {
@@ -67,10 +124,10 @@ impl OciReference {
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
         });
         if !repo_valid {
-            return Err(format!(
-                "`{repository}` in `{text}` is not a valid repository name (lowercase letters, \
-                 digits, `.`, `_`, `-`, separated by `/`)"
-            ));
+            return Err(ReferenceError::Repository {
+                repository: repository.to_owned(),
+                text: text_owned(),
+            });
         }
         Ok(OciReference {
             registry: registry.to_owned(),
@@ -122,18 +179,20 @@ impl OciReference {
 }
 
 /// Checks `sha256:<64 lowercase hex>`.
-fn parse_digest(text: &str) -> Result<String, String> {
-    let hex = text.strip_prefix("sha256:").ok_or_else(|| {
-        format!("digest `{text}` is not sha256:<64 hex digits>; only sha256 is supported")
-    })?;
+fn parse_digest(text: &str) -> Result<String, ReferenceError> {
+    let hex = text
+        .strip_prefix("sha256:")
+        .ok_or_else(|| ReferenceError::DigestAlgorithm {
+            digest: text.to_owned(),
+        })?;
     if hex.len() != 64
         || !hex
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     {
-        return Err(format!(
-            "digest `{text}` is not sha256:<64 lowercase hex digits>"
-        ));
+        return Err(ReferenceError::DigestHex {
+            digest: text.to_owned(),
+        });
     }
     Ok(text.to_owned())
 }
@@ -192,8 +251,54 @@ mod tests {
             ("oci://ghcr.io/Org/p:1", "not a valid repository"),
             ("oci://ghcr.io/org/p:bad tag", "not a valid tag"),
         ] {
-            let error = OciReference::parse(text).expect_err(text);
+            let error = OciReference::parse(text).expect_err(text).to_string();
             assert!(error.contains(says), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn each_refusal_reads_as_before() {
+        let form = "use oci://HOST[:PORT]/REPOSITORY:TAG or \
+                    oci://HOST[:PORT]/REPOSITORY@sha256:DIGEST";
+        for (text, message) in [
+            (
+                "ghcr.io/org/p:1",
+                format!("`ghcr.io/org/p:1` does not start with oci://; {form}"),
+            ),
+            (
+                "oci://p:1",
+                format!("`oci://p:1` names no registry host and repository; {form}"),
+            ),
+            (
+                "oci://ghcr.io/org/p",
+                format!(
+                    "`oci://ghcr.io/org/p` has neither a tag nor a digest; {form} \
+                     (pin a digest for production)"
+                ),
+            ),
+            (
+                "oci://ghcr.io/org/p:-t",
+                "`-t` in `oci://ghcr.io/org/p:-t` is not a valid tag (letters, digits, \
+                 `.`, `_`, `-`, at most 128)"
+                    .into(),
+            ),
+            (
+                "oci://ghcr.io/Org/p:1",
+                "`Org/p` in `oci://ghcr.io/Org/p:1` is not a valid repository name \
+                 (lowercase letters, digits, `.`, `_`, `-`, separated by `/`)"
+                    .into(),
+            ),
+            (
+                "oci://ghcr.io/org/p@md5:ab",
+                "digest `md5:ab` is not sha256:<64 hex digits>; only sha256 is supported".into(),
+            ),
+            (
+                "oci://ghcr.io/org/p@sha256:AB",
+                "digest `sha256:AB` is not sha256:<64 lowercase hex digits>".into(),
+            ),
+        ] {
+            let error = OciReference::parse(text).expect_err(text);
+            assert_eq!(error.to_string(), message, "{text}");
         }
     }
 }

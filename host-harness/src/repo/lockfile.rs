@@ -64,21 +64,71 @@ impl Marks {
 }
 
 /// Why a file under `locks/` is not a lock.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
     /// It is another kind of restic file (named in a phrase, with where
     /// restic keeps it): misplaced, not corrupt.
+    #[error("{0}")]
     Misplaced(String),
-    /// It cannot be read as a lock: the problem in one phrase.
-    Unreadable(String),
+    /// It cannot be read as a lock.
+    #[error(transparent)]
+    Unreadable(#[from] Unreadable),
 }
 
-impl std::fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DecodeError::Misplaced(what) | DecodeError::Unreadable(what) => f.write_str(what),
-        }
-    }
+/// What makes a file under `locks/` unreadable as a lock, each shown as one
+/// phrase.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    /// The file holds no bytes.
+    #[error("empty file")]
+    Empty,
+    /// The SHA-256 of the stored bytes is not the file's name.
+    #[error("content does not match its name (SHA-256 is {digest_start}...), damaged or renamed")]
+    Renamed {
+        /// The first 8 hex digits of the stored bytes' SHA-256.
+        digest_start: String,
+    },
+    /// The MAC does not match, or the file is too short to hold one.
+    #[error("cannot decrypt: {0}")]
+    Decrypt(super::crypto::OpenError),
+    /// The plaintext is empty.
+    #[error("decrypts to nothing")]
+    Nothing,
+    /// The plaintext starts with neither JSON nor the zstd mark.
+    #[error("unknown format byte 0x{0:02x}")]
+    UnknownFormat(u8),
+    /// The zstd frame is damaged.
+    #[error("cannot decompress: {0}")]
+    Decompress(ruzstd::decoding::errors::FrameDecoderError),
+    /// The frame decodes past [`limits::LOCK_JSON`].
+    #[error(
+        "decompresses to more than the {} bytes a lock can hold",
+        limits::LOCK_JSON
+    )]
+    Bomb,
+    /// Bytes follow the one zstd frame restic writes.
+    #[error("{0} bytes follow the zstd frame")]
+    Trailing(usize),
+    /// The JSON is no lock's.
+    #[error("not a lock: {0}")]
+    NotALock(serde_json::Error),
+    /// A name field is longer than [`limits::LOCK_NAME_FIELD`].
+    #[error(
+        "its {field} is {len} bytes, longer than the {} a lock can hold",
+        limits::LOCK_NAME_FIELD
+    )]
+    LongName {
+        /// `hostname` or `username`.
+        field: &'static str,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// The time is no RFC 3339 time.
+    #[error("bad time: `{}` is not an RFC 3339 time", crate::text::escape(.start))]
+    BadTime {
+        /// Its first 40 characters.
+        start: String,
+    },
 }
 
 /// `what` found under `locks/`, as a [`DecodeError::Misplaced`] phrase.
@@ -101,24 +151,21 @@ pub fn short(id: &str) -> &str {
 /// with them, or what other restic file they are (a key file is plain
 /// JSON; a snapshot, an index or the config decrypt with the master key).
 pub fn decode(id: &str, stored: &[u8], key: &Key) -> Result<Lock, DecodeError> {
-    let unreadable = DecodeError::Unreadable;
     if stored.is_empty() {
-        return Err(unreadable("empty file".into()));
+        return Err(Unreadable::Empty.into());
     }
     if let Some(what) = Marks::other_file(stored) {
         return Err(misplaced(what));
     }
     let digest = hex::encode(Sha256::digest(stored));
     if digest != id {
-        return Err(unreadable(format!(
-            "content does not match its name (SHA-256 is {}...), damaged or renamed",
-            &digest[..8]
-        )));
+        return Err(Unreadable::Renamed {
+            digest_start: digest[..8].to_owned(),
+        }
+        .into());
     }
-    let plaintext = key
-        .open(stored)
-        .map_err(|e| unreadable(format!("cannot decrypt: {e}")))?;
-    let json = decompress(&plaintext).map_err(unreadable)?;
+    let plaintext = key.open(stored).map_err(Unreadable::Decrypt)?;
+    let json = decompress(&plaintext)?;
     parse(id, &json)
 }
 
@@ -164,12 +211,12 @@ pub fn to_json(lock: &Lock) -> Vec<u8> {
 
 /// Version 2 repositories compress: `0x02` then a zstd frame. `{` or `[`
 /// starts raw JSON.
-fn decompress(plaintext: &[u8]) -> Result<Vec<u8>, String> {
+fn decompress(plaintext: &[u8]) -> Result<Vec<u8>, Unreadable> {
     match plaintext.first() {
         Some(b'{' | b'[') => Ok(plaintext.to_vec()),
         Some(2) => decompress_zstd(&plaintext[1..]),
-        Some(other) => Err(format!("unknown format byte 0x{other:02x}")),
-        None => Err("decrypts to nothing".into()),
+        Some(&other) => Err(Unreadable::UnknownFormat(other)),
+        None => Err(Unreadable::Nothing),
     }
 }
 
@@ -178,27 +225,23 @@ fn decompress(plaintext: &[u8]) -> Result<Vec<u8>, String> {
 /// declare a window of up to 128 MiB (restic's own declare 26 MiB for 200
 /// bytes of JSON), and a reader on top of it would see no output before a
 /// window's worth was decoded, so a 4 KB bomb would cost 128 MiB per lock.
-fn decompress_zstd(mut frame: &[u8]) -> Result<Vec<u8>, String> {
+fn decompress_zstd(mut frame: &[u8]) -> Result<Vec<u8>, Unreadable> {
     use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
-    let cannot = |e: &dyn std::fmt::Display| format!("cannot decompress: {e}");
     let mut decoder = FrameDecoder::new();
-    decoder.init(&mut frame).map_err(|e| cannot(&e))?;
+    decoder.init(&mut frame).map_err(Unreadable::Decompress)?;
     let finished = decoder
         .decode_blocks(
             &mut frame,
             BlockDecodingStrategy::UptoBytes(crate::limits::LOCK_JSON + 1),
         )
-        .map_err(|e| cannot(&e))?;
+        .map_err(Unreadable::Decompress)?;
     let json = decoder.collect().unwrap_or_default();
     if !finished || json.len() > crate::limits::LOCK_JSON {
-        return Err(format!(
-            "decompresses to more than the {} bytes a lock can hold",
-            crate::limits::LOCK_JSON
-        ));
+        return Err(Unreadable::Bomb);
     }
     if !frame.is_empty() {
         // restic reads every frame; one is all it writes.
-        return Err(format!("{} bytes follow the zstd frame", frame.len()));
+        return Err(Unreadable::Trailing(frame.len()));
     }
     Ok(json)
 }
@@ -209,27 +252,22 @@ pub fn parse(id: &str, json: &[u8]) -> Result<Lock, DecodeError> {
     if let Some(what) = Marks::other_file(json) {
         return Err(misplaced(what));
     }
-    parse_lock(id, json).map_err(DecodeError::Unreadable)
+    Ok(parse_lock(id, json)?)
 }
 
 /// [`parse`] of JSON that is no other restic file.
-fn parse_lock(id: &str, json: &[u8]) -> Result<Lock, String> {
-    let lock: LockJson = serde_json::from_slice(json).map_err(|e| format!("not a lock: {e}"))?;
+fn parse_lock(id: &str, json: &[u8]) -> Result<Lock, Unreadable> {
+    let lock: LockJson = serde_json::from_slice(json).map_err(Unreadable::NotALock)?;
     for (field, value) in [("hostname", &lock.hostname), ("username", &lock.username)] {
         if value.len() > limits::LOCK_NAME_FIELD {
-            return Err(format!(
-                "its {field} is {} bytes, longer than the {} a lock can hold",
-                value.len(),
-                limits::LOCK_NAME_FIELD
-            ));
+            return Err(Unreadable::LongName {
+                field,
+                len: value.len(),
+            });
         }
     }
-    let time = parse_rfc3339(&lock.time).map_err(|_| {
-        let start: String = lock.time.chars().take(40).collect();
-        format!(
-            "bad time: `{}` is not an RFC 3339 time",
-            crate::text::escape(&start)
-        )
+    let time = parse_rfc3339(&lock.time).map_err(|_| Unreadable::BadTime {
+        start: lock.time.chars().take(40).collect(),
     })?;
     Ok(Lock {
         id: id.to_owned(),

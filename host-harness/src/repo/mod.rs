@@ -657,7 +657,9 @@ impl Repository {
         match decoded {
             Ok(lock) => Read::Lock(Lock { stored_at, ..lock }),
             Err(lockfile::DecodeError::Misplaced(what)) => foreign(size, what),
-            Err(lockfile::DecodeError::Unreadable(problem)) => unreadable(size, problem),
+            Err(lockfile::DecodeError::Unreadable(problem)) => {
+                unreadable(size, problem.to_string())
+            }
         }
     }
 

@@ -19,7 +19,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 pub use cache::ArtifactCache;
 pub use error::PluginError;
 pub use log::{LogLevel, LogLine};
-pub use source::{LoadError, PolicySource};
+pub use source::{LoadError, PolicySource, SourceError};
 pub use verdicts::{Subject, Verdicts, check_unique_ids, validate};
 
 use crate::contract::{self, EvaluateRequest, PolicyInfo, PolicyVerdicts, v0_1};

@@ -8,7 +8,7 @@ use std::str::FromStr;
 use super::{PluginError, Policy, Runtime};
 use crate::files::{ReadError, read_regular_file};
 use crate::limits;
-use crate::oci::{OciError, OciReference, Registry, SCHEME};
+use crate::oci::{OciError, OciReference, ReferenceError, Registry, SCHEME};
 
 /// A policy's origin, as `--policy` and the watch configuration name it:
 /// `oci://...` is a registry reference, anything else a file.
@@ -23,14 +23,25 @@ pub enum PolicySource {
     Oci(OciReference),
 }
 
-impl FromStr for PolicySource {
-    type Err = String;
+/// Why a text names no policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    /// The text is empty.
+    #[error("the policy is empty: name a .wasm file or an oci:// reference")]
+    Empty,
+    /// The text starts with `oci://` but is no reference.
+    #[error(transparent)]
+    Oci(#[from] ReferenceError),
+}
 
-    fn from_str(text: &str) -> Result<Self, String> {
+impl FromStr for PolicySource {
+    type Err = SourceError;
+
+    fn from_str(text: &str) -> Result<Self, SourceError> {
         if text.starts_with(SCHEME) {
-            OciReference::parse(text).map(PolicySource::Oci)
+            Ok(PolicySource::Oci(OciReference::parse(text)?))
         } else if text.is_empty() {
-            Err("the policy is empty: name a .wasm file or an oci:// reference".into())
+            Err(SourceError::Empty)
         } else {
             Ok(PolicySource::File(PathBuf::from(text)))
         }
@@ -38,9 +49,9 @@ impl FromStr for PolicySource {
 }
 
 impl TryFrom<String> for PolicySource {
-    type Error = String;
+    type Error = SourceError;
 
-    fn try_from(text: String) -> Result<Self, String> {
+    fn try_from(text: String) -> Result<Self, SourceError> {
         text.parse()
     }
 }

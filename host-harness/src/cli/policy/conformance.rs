@@ -27,7 +27,7 @@ pub struct ConformanceArgs {
 }
 
 pub fn run(args: &ConformanceArgs) -> Outcome<ExitCode> {
-    let cases = conformance::load_dir(&args.cases).map_err(Failure::usage)?;
+    let cases = conformance::load_dir(&args.cases).map_err(|e| Failure::usage(e.to_string()))?;
     let (runtime, policy) = args.policy.load()?;
     let suite = conformance::run_suite(&cases, &runtime, &policy);
     if args.json {

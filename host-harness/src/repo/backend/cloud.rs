@@ -134,7 +134,7 @@ pub fn check_bucket(bucket: &str, scheme: &str) -> Result<(), LocationError> {
 /// Whether an HTTPS client can be made ([`crate::tls::check_roots`]): asked
 /// before each store's builder makes one.
 pub fn tls_ready() -> Result<(), BackendError> {
-    crate::tls::check_roots().map_err(BackendError::Other)
+    crate::tls::check_roots().map_err(|e| BackendError::Other(e.to_string()))
 }
 
 /// The backend over a client the builder made (or why it could not).

@@ -185,7 +185,8 @@ impl RestBackend {
             Tls::Default => {}
             Tls::Roots(roots) => {
                 // Added to the system's roots, not in their place.
-                let system = crate::tls::system_roots().map_err(BackendError::Other)?;
+                let system =
+                    crate::tls::system_roots().map_err(|e| BackendError::Other(e.to_string()))?;
                 let certs = (system.iter().chain(roots.certs()))
                     .map(|der| ureq::tls::Certificate::from_der(der.as_ref()).to_owned());
                 let roots = ureq::tls::RootCerts::from(certs);
