@@ -188,30 +188,33 @@ $(DEPLOY_CHECK_ENV)/installed: deploy/requirements.txt
 	$(DEPLOY_CHECK_ENV)/bin/pip install --quiet --disable-pip-version-check -r deploy/requirements.txt
 	touch $@
 
-# The end-to-end suite runs with three restics: Debian 12's 0.14 (PATH's, in
-# the workspace run), and K8up's 0.19 (a second full pass). They differ in
-# what lockwarden must get right with either: exit codes (11 when locked, 10,
-# 12 from 0.17), unlock's message, which locks restic skips or retries, JSON
-# errors (0.18). Debian 13's 0.18 is on 0.19's side of every difference the
-# tests know (tests/src/restic_version.rs), so it runs only the tests that
-# compare restic's own behaviour: hold (restic blocked by lockwarden's lock),
-# operators (`lockwarden run`: restic's exit codes and JSON errors) and repo
-# (parity with `restic unlock`). One full pass takes about 140 s here (220 s
-# on a busy machine), the 0.18 subset about 30 s: a third full pass would
-# bring a warm CI run (22 minutes with two) too near its 30. Tests read the
-# restic to run from LOCKWARDEN_TEST_RESTIC (tests/src/restic.rs). All
+# The end-to-end suite runs with three restics: K8up's 0.19 (built by
+# scripts/go-tools.sh) in the one full pass, in the workspace run; Debian
+# 12's 0.14 (PATH's) and Debian 13's 0.18 in the tests that compare
+# restic's own behaviour, where versions differ (tests/src/restic_version.rs):
+# hold (restic blocked by lockwarden's lock), operators and shadow
+# (`lockwarden run`: restic's exit codes, 11 when locked, 10, 12 from 0.17,
+# and JSON errors from 0.18), repo and the local backend's cases (unlock's
+# message, parity with `restic unlock`, which locks restic skips or
+# retries), go_host and docs (what `restic list locks`, `cat lock` and
+# `backup` print). The other tests use restic only to make repositories
+# and holders, which every version does alike. One full pass takes about
+# 140 s here (260 s on a busy machine), each subset about 40 s: a second
+# full pass would bring a warm CI run too near its 30 minutes. Tests read
+# the restic to run from LOCKWARDEN_TEST_RESTIC (tests/src/restic.rs). All
 # select the whole workspace: cargo unifies dependency features over the
-# packages selected, so a `-p` build here would compile wasmtime and the HTTP
-# stack again (about 5 minutes); the workspace run builds the binary too.
-# Two tests per core: the end-to-end ones mostly wait on restic, servers and
-# timers (with the fast keys of tests/src/repo_template.rs they use about one
-# core of two), so this halves their wall time (284 s to 139 s here).
-# TEST_THREADS=1 runs them one at a time. The image is assembled from the
-# test build's binary before the tests run. tests/e2e/go_host.rs runs the Go
-# host's tests (hosts/go) and its example with the components built here.
-RESTIC_018_TESTS := hold:: operators:: repo::
+# packages selected, so a `-p` build here would compile wasmtime and the
+# HTTP stack again (about 5 minutes); the workspace run builds the binary
+# too. Two tests per core: the end-to-end ones mostly wait on restic,
+# servers and timers (with the fast keys of tests/src/repo_template.rs they
+# use about one core of two), so this halves their wall time (284 s to
+# 139 s here). TEST_THREADS=1 runs them one at a time. The image is
+# assembled from the test build's binary before the tests run.
+# tests/e2e/go_host.rs runs the Go host's tests (hosts/go) and its example
+# with the components built here.
+RESTIC_VERSION_TESTS := hold:: operators:: shadow:: repo:: backend_suite::local go_host:: docs::
 TEST_THREADS ?= $(shell echo $$(( $$(nproc) * 2 )))
-test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed $(RESTIC_018) $(PROMTOOL) $(DEPLOY_CHECK_ENV)/installed $(POLYGLOT) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js, Python and Go hosts); the end-to-end ones with restic 0.14 and 0.19, some with 0.18
+test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed $(RESTIC_018) $(PROMTOOL) $(DEPLOY_CHECK_ENV)/installed $(POLYGLOT) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js, Python and Go hosts); the end-to-end ones with restic 0.19, those where restics differ with 0.14 and 0.18 too
 	@./scripts/need.sh $(IMAGE_TOOLS)
 	$(CARGO) test $(BUILD_FLAGS) --workspace --no-run
 	./scripts/image.sh build $(BIN) $(IMAGE_LAYOUT)
@@ -222,9 +225,9 @@ test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/i
 	rm -rf $(PY_TOOLCHAIN)/bindings
 	$(PY_TOOLCHAIN)/bin/componentize-py --quiet -d wit -w stale-lock-policy bindings $(PY_TOOLCHAIN)/bindings
 	cd $(PY_POLICY) && PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$(abspath $(PY_TOOLCHAIN))/bindings python3 -m unittest -q test_rules
-	$(CARGO) test $(BUILD_FLAGS) --workspace -- --test-threads=$(TEST_THREADS)
-	LOCKWARDEN_TEST_RESTIC=$(RESTIC_019) $(CARGO) test $(BUILD_FLAGS) --workspace --test e2e -- --test-threads=$(TEST_THREADS)
-	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) $(CARGO) test $(BUILD_FLAGS) --workspace --test e2e -- --test-threads=$(TEST_THREADS) $(RESTIC_018_TESTS)
+	LOCKWARDEN_TEST_RESTIC=$(RESTIC_019) $(CARGO) test $(BUILD_FLAGS) --workspace -- --test-threads=$(TEST_THREADS)
+	$(CARGO) test $(BUILD_FLAGS) --workspace --test e2e -- --test-threads=$(TEST_THREADS) $(RESTIC_VERSION_TESTS)
+	LOCKWARDEN_TEST_RESTIC=$(abspath $(RESTIC_018)) $(CARGO) test $(BUILD_FLAGS) --workspace --test e2e -- --test-threads=$(TEST_THREADS) $(RESTIC_VERSION_TESTS)
 
 lint: toolchain ## cargo fmt --check; clippy -D warnings on the host and on wasm32-wasip2
 	$(CARGO) fmt --all -- --check

@@ -1,10 +1,10 @@
 //! Which restic the tests run, and what differs between its versions.
 //!
 //! `LOCKWARDEN_TEST_RESTIC` names the binary, as an absolute path; unset, it
-//! is `restic` from `PATH`. `make test` runs the end-to-end suite once with
-//! Debian 12's restic 0.14 (from `PATH`), once with restic 0.19 (built by
-//! `scripts/go-tools.sh restic`), and the tests that compare restic's own
-//! behaviour with restic 0.18 (the Makefile says which and why). Every
+//! is `restic` from `PATH`. `make test` runs the end-to-end suite with
+//! restic 0.19 (built by `scripts/go-tools.sh restic`), and the tests that
+//! compare restic's own behaviour with Debian 12's 0.14 (from `PATH`) and
+//! Debian 13's 0.18 too (the Makefile says which and why). Every
 //! test runs restic through [`restic_program`], and asks [`ResticVersion`]
 //! what that restic does where versions differ, instead of accepting either
 //! behaviour.
