@@ -15,7 +15,8 @@
 //! - [`runtime`]: the policy sandbox (wasmtime), its limits and the checks
 //!   of its verdicts; [`contract`] the types shared with policies;
 //!   [`oci`] policies from a registry; [`conformance`] the cases any policy
-//!   can be checked against in any host;
+//!   can be checked against in any host; [`case_table`] how the backend
+//!   suites run theirs;
 //! - [`evidence`]: what the host tells a policy about lock holders;
 //!   [`first_seen`] when this host first saw each lock;
 //! - [`report`], [`textfile`] and [`request`]: what is printed and read
@@ -25,6 +26,7 @@
 //!   commands with deadlines), [`files`], [`text`] (escaping for terminals),
 //!   [`time`], [`tls`], [`stop`] and [`stats`].
 
+pub mod case_table;
 pub mod command;
 pub mod conformance;
 pub mod contract;

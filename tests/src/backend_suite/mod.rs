@@ -22,14 +22,12 @@
 pub mod cases;
 pub mod storage;
 
-pub use cases::Verdict;
+use lockwarden::case_table::Case;
+pub use lockwarden::case_table::Verdict;
 pub use storage::{Listing, Properties, Storage};
 
-/// One case: its name in the table, and what it does.
-pub type Case = (&'static str, fn(&Storage) -> Verdict);
-
 /// Every case, in the table's order.
-pub const CASES: [Case; 17] = [
+pub const CASES: [Case<Storage>; 17] = [
     (
         "the reference scenario: exactly the stale locks removed",
         cases::reference_scenario,
@@ -94,32 +92,8 @@ pub const CASES: [Case; 17] = [
     ),
 ];
 
-/// Runs every case against a fresh storage from `make` each, one after the
-/// other; prints one line per case (`backend-suite | <backend> | <case> |
-/// <outcome>`), then fails with every broken case if any broke.
+/// Runs every case against a fresh storage from `make` each
+/// (`lockwarden::case_table::run`).
 pub fn run(backend: &str, make: fn() -> Storage) {
-    let mut broken = Vec::new();
-    for (name, case) in CASES {
-        let outcome = std::panic::catch_unwind(|| case(&make()));
-        let shown = match &outcome {
-            Ok(Verdict::Pass) => "pass".to_owned(),
-            Ok(Verdict::NotApplicable(why)) => format!("n/a ({why})"),
-            Err(panic) => {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_default();
-                broken.push(format!("{name}: {message}"));
-                "FAIL".to_owned()
-            }
-        };
-        eprintln!("backend-suite | {backend} | {name} | {shown}");
-    }
-    assert!(
-        broken.is_empty(),
-        "{backend} broke {} case(s):\n{}",
-        broken.len(),
-        broken.join("\n")
-    );
+    lockwarden::case_table::run(backend, &CASES, make);
 }

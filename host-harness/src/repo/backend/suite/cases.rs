@@ -6,14 +6,15 @@
 
 use std::collections::BTreeSet;
 
-use super::{Case, Ctx, Special, Verdict};
+use super::{Ctx, Special};
+use crate::case_table::{Case, Verdict};
 use crate::repo::backend::{BackendError, Fault, Kind, Operation, Removal};
 use crate::repo::{RepoError, Repository};
 
 use Verdict::{NotApplicable, Pass};
 
 /// Every case, in the table's order.
-pub(super) const CASES: [Case; 15] = [
+pub(super) const CASES: [Case<Ctx>; 15] = [
     (
         "locks read, and removed by id",
         locks_read_and_removed_by_id,
@@ -62,14 +63,14 @@ pub(super) const CASES: [Case; 15] = [
 ];
 
 /// Opens the repository, or panics.
-fn open(ctx: &Ctx<'_>) -> Repository {
+fn open(ctx: &Ctx) -> Repository {
     ctx.open().expect("the repository opens")
 }
 
 /// Locks are listed, read and removed by id; the others stay; a removed
 /// one is "already gone" after. Beside: "restic's locks judged as restic
 /// judges them".
-fn locks_read_and_removed_by_id(ctx: &Ctx<'_>) -> Verdict {
+fn locks_read_and_removed_by_id(ctx: &Ctx) -> Verdict {
     let (first, second) = (ctx.lock("h", 10), ctx.lock("h", 11));
     let repo = open(ctx);
     let set = repo.read_locks().expect("reads");
@@ -97,7 +98,7 @@ fn locks_read_and_removed_by_id(ctx: &Ctx<'_>) -> Verdict {
 /// A lock lockwarden writes appears whole under its id and nothing beside
 /// it, reads back as written, and is removed. Beside: "a written lock is
 /// whole and restic reads it".
-fn written_lock(ctx: &Ctx<'_>) -> Verdict {
+fn written_lock(ctx: &Ctx) -> Verdict {
     let repo = open(ctx);
     repo.read_locks().expect("reads");
     let lock = crate::hold::own_lock(true);
@@ -125,7 +126,7 @@ fn written_lock(ctx: &Ctx<'_>) -> Verdict {
 /// shows links, copies of their files where it does not): the read is
 /// refused, nothing is removed, and both directories stay as they were.
 /// Beside: the case of the same name.
-fn locks_standing_for_another_directory(ctx: &Ctx<'_>) -> Verdict {
+fn locks_standing_for_another_directory(ctx: &Ctx) -> Verdict {
     ctx.storage
         .put(Kind::Snapshot, &"5".repeat(64), b"a snapshot");
     let stale = ctx.lock("h", 1);
@@ -151,7 +152,7 @@ fn locks_standing_for_another_directory(ctx: &Ctx<'_>) -> Verdict {
 /// foreign, named for what they are, never removed; the lock is. Where the
 /// storage shows regular files only, an object nested under a lock's name.
 /// Beside: the case of the same name.
-fn entries_that_are_no_files(ctx: &Ctx<'_>) -> Verdict {
+fn entries_that_are_no_files(ctx: &Ctx) -> Verdict {
     if !ctx.storage.knobs().shows_special_files {
         return nested_object_under_a_lock_name(ctx);
     }
@@ -191,7 +192,7 @@ fn entries_that_are_no_files(ctx: &Ctx<'_>) -> Verdict {
 
 /// An object nested under a lock's name (`locks/<id>/x`) is no lock file:
 /// not listed, never removed.
-fn nested_object_under_a_lock_name(ctx: &Ctx<'_>) -> Verdict {
+fn nested_object_under_a_lock_name(ctx: &Ctx) -> Verdict {
     let nested = format!("{}/x", "d".repeat(64));
     if !ctx.storage.put_odd(&nested, b"nested") {
         return NotApplicable("no object can nest under a lock's name");
@@ -212,7 +213,7 @@ fn nested_object_under_a_lock_name(ctx: &Ctx<'_>) -> Verdict {
 /// Names no restic file has, as a file system or an object store holds
 /// them, are ignored without failing the listing: the lock beside them is
 /// read and removed, they stay. Beside: the case of the same name.
-fn odd_names(ctx: &Ctx<'_>) -> Verdict {
+fn odd_names(ctx: &Ctx) -> Verdict {
     let long = "a".repeat(63);
     let odd = [
         "x\u{1}y", "..x", "-rf", &long, "/x", "../x", "./x", "\u{1}x",
@@ -242,7 +243,7 @@ fn odd_names(ctx: &Ctx<'_>) -> Verdict {
 /// by a directory holding a file, between the listing and the delete: the
 /// first is "already gone", the second is a failure and the directory
 /// stays. Beside: the case of the same name.
-fn changed_between_listing_and_delete(ctx: &Ctx<'_>) -> Verdict {
+fn changed_between_listing_and_delete(ctx: &Ctx) -> Verdict {
     let (gone, swapped) = (ctx.lock("h", 1), ctx.lock("h", 2));
     let repo = open(ctx);
     repo.read_locks().expect("reads");
@@ -272,7 +273,7 @@ fn changed_between_listing_and_delete(ctx: &Ctx<'_>) -> Verdict {
 /// a file of a listed lock's name: nothing is removed, there or in the real
 /// `locks/`. Only where the storage shows links (where a server resolves
 /// names, lockwarden cannot look). Beside: the case of the same name.
-fn lock_directory_swapped_after_listing(ctx: &Ctx<'_>) -> Verdict {
+fn lock_directory_swapped_after_listing(ctx: &Ctx) -> Verdict {
     if !ctx.storage.knobs().shows_special_files {
         return NotApplicable("the storage shows no links");
     }
@@ -300,7 +301,7 @@ fn lock_directory_swapped_after_listing(ctx: &Ctx<'_>) -> Verdict {
 /// "Already gone" is the storage's word, and a listing decides it: a delete
 /// answered so for a file still listed is a failure. Beside: "a delete
 /// answered 404 while the file stays is a failure".
-fn delete_answered_gone_while_the_file_stays(ctx: &Ctx<'_>) -> Verdict {
+fn delete_answered_gone_while_the_file_stays(ctx: &Ctx) -> Verdict {
     let (stays, gone) = (ctx.lock("h", 1), ctx.lock("h", 2));
     let repo = open(ctx);
     repo.read_locks().expect("reads");
@@ -318,7 +319,7 @@ fn delete_answered_gone_while_the_file_stays(ctx: &Ctx<'_>) -> Verdict {
 /// A delete that fails is decided by one listing after it: a file gone
 /// meanwhile is "already gone", one still there a failure (rclone answers
 /// the delete of a vanished file with a 500). In process only.
-fn failed_delete_decided_by_listing(ctx: &Ctx<'_>) -> Verdict {
+fn failed_delete_decided_by_listing(ctx: &Ctx) -> Verdict {
     let (gone, stays) = (ctx.lock("h", 1), ctx.lock("h", 2));
     let repo = open(ctx);
     repo.read_locks().expect("reads");
@@ -343,7 +344,7 @@ fn failed_delete_decided_by_listing(ctx: &Ctx<'_>) -> Verdict {
 
 /// No `keys/` listing, or no config: no repository (exit 10). Beside:
 /// "missing repository or bucket exits 10".
-fn missing_repository(ctx: &Ctx<'_>) -> Verdict {
+fn missing_repository(ctx: &Ctx) -> Verdict {
     let no_keys = BackendError::NotFound("keys".into());
     let fault = Fault::always(Operation::List, no_keys)
         .of(Kind::Key)
@@ -366,7 +367,7 @@ fn missing_repository(ctx: &Ctx<'_>) -> Verdict {
 /// A storage that cannot be reached, opening or listing: the run fails as
 /// unreachable (exit 14), and nothing becomes removable. Beside:
 /// "unreachable server exits 14".
-fn unreachable(ctx: &Ctx<'_>) -> Verdict {
+fn unreachable(ctx: &Ctx) -> Verdict {
     let stale = ctx.lock("h", 1);
     let down = || BackendError::Unreachable("no route".into());
     ctx.faults.inject(
@@ -400,7 +401,7 @@ fn unreachable(ctx: &Ctx<'_>) -> Verdict {
 /// Credentials refused on the listing, or on one lock file's read: the
 /// whole read fails (exit 13), whichever it was, and nothing is removed.
 /// Beside: "401/403 on LIST and on GET exit 13".
-fn denied(ctx: &Ctx<'_>) -> Verdict {
+fn denied(ctx: &Ctx) -> Verdict {
     let (first, second) = (ctx.lock("h", 1), ctx.lock("h", 2));
     let repo = open(ctx);
     let refused = || BackendError::Denied("403".into());
@@ -429,7 +430,7 @@ fn denied(ctx: &Ctx<'_>) -> Verdict {
 /// Only what the last listing showed as a lock file, or what this process
 /// wrote, is removed; a lock stored after the listing is refused before the
 /// storage is asked. In process only.
-fn only_listed_or_written_removed(ctx: &Ctx<'_>) -> Verdict {
+fn only_listed_or_written_removed(ctx: &Ctx) -> Verdict {
     let repo = open(ctx);
     let listed = ctx.lock("h", 1);
     let early = repo.remove_lock(&listed);
@@ -458,7 +459,7 @@ fn only_listed_or_written_removed(ctx: &Ctx<'_>) -> Verdict {
 /// A lock file over the size a lock may have, and one of garbage, beside
 /// two locks: both unreadable, named for why; the locks read. Beside: "300
 /// MiB listing page and error body, memory bounded".
-fn oversized_lock(ctx: &Ctx<'_>) -> Verdict {
+fn oversized_lock(ctx: &Ctx) -> Verdict {
     let ids = [ctx.lock("h", 10), ctx.lock("h", 11)];
     let (big, garbage) = ("e".repeat(64), "f".repeat(64));
     let limit = usize::try_from(crate::limits::LOCK_FILE).expect("fits");
@@ -488,7 +489,7 @@ fn oversized_lock(ctx: &Ctx<'_>) -> Verdict {
 
 /// A lock listed and then gone before its read is simply left out: neither
 /// a lock nor unreadable. In process only.
-fn vanished_after_listing(ctx: &Ctx<'_>) -> Verdict {
+fn vanished_after_listing(ctx: &Ctx) -> Verdict {
     let (gone, stays) = (ctx.lock("h", 10), ctx.lock("h", 11));
     let vanished = BackendError::NotFound("gone".into());
     ctx.faults

@@ -84,12 +84,18 @@ const PASSWORD: &[u8] = b"suite";
 
 /// What a case is handed: the storage, and the fault-injecting backend
 /// over it that the repository reads through.
-pub(crate) struct Ctx<'a> {
-    storage: &'a dyn Storage,
+pub(crate) struct Ctx {
+    storage: Box<dyn Storage>,
     faults: Arc<FaultyBackend<Arc<dyn Backend>>>,
 }
 
-impl Ctx<'_> {
+impl Ctx {
+    /// A case's context over `storage`, fresh.
+    fn new(storage: Box<dyn Storage>) -> Ctx {
+        let faults = Arc::new(FaultyBackend::new(storage.backend()));
+        Ctx { storage, faults }
+    }
+
     /// The repository, opened anew over the fault-injecting backend.
     fn open(&self) -> Result<Repository, crate::repo::RepoError> {
         let location = Location::parse("/suite/repo").expect("a path");
@@ -116,60 +122,10 @@ impl Ctx<'_> {
     }
 }
 
-/// What a case found on one storage.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// Every promise the case checks held.
-    Pass,
-    /// The case does not apply here, and why.
-    NotApplicable(&'static str),
-}
-
-/// One case: its name, and what it does.
-type Case = (&'static str, fn(&Ctx<'_>) -> Verdict);
-
 /// Runs every case of [`cases::CASES`] against a fresh storage from `make`
-/// each; prints one line per case (`backend-suite | <storage> | <case> |
-/// <outcome>`) and the time the whole table took, then fails with every
-/// broken case if any broke.
+/// each ([`crate::case_table::run`]).
 fn run(storage: &str, make: fn() -> Box<dyn Storage>) {
-    let started = std::time::Instant::now();
-    let mut broken = Vec::new();
-    for (name, case) in cases::CASES {
-        let outcome = std::panic::catch_unwind(|| {
-            let made = make();
-            let faults = Arc::new(FaultyBackend::new(made.backend()));
-            case(&Ctx {
-                storage: made.as_ref(),
-                faults,
-            })
-        });
-        let shown = match &outcome {
-            Ok(Verdict::Pass) => "pass".to_owned(),
-            Ok(Verdict::NotApplicable(why)) => format!("n/a ({why})"),
-            Err(panic) => {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_default();
-                broken.push(format!("{name}: {message}"));
-                "FAIL".to_owned()
-            }
-        };
-        eprintln!("backend-suite | {storage} | {name} | {shown}");
-    }
-    eprintln!(
-        "backend-suite | {storage} | {} cases in {:?}",
-        cases::CASES.len(),
-        started.elapsed()
-    );
-    assert!(
-        broken.is_empty(),
-        "{storage} broke {} case(s):\n{}",
-        broken.len(),
-        broken.join("\n")
-    );
+    crate::case_table::run(storage, &cases::CASES, || Ctx::new(make()));
 }
 
 /// One test per storage: the table against it.
