@@ -1,16 +1,17 @@
 //! The native `rclone:` backend against the real rclone (`rclone serve
 //! restic --stdio`, as restic runs it), on `:local:` remotes and a `crypt`
-//! remote over one, compared with restic on the same locations.
+//! remote over one, compared with restic on the same locations. The
+//! backend suite runs its cases on `rclone:` too (`backend_suite::rclone`),
+//! the reference scenario among them.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lockwarden_tests::adversary::{all_output, ids, pair, verdict};
-use lockwarden_tests::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
-use lockwarden_tests::restic::{Holder, TestRepo};
-use lockwarden_tests::{Finished, finish};
+use lockwarden_tests::adversary::{all_output, ids};
+use lockwarden_tests::lock_writer::{LockSpec, LockWriter, time_from_now};
+use lockwarden_tests::restic::TestRepo;
+use lockwarden_tests::{Finished, TEST_MARKER, assert_none_left, finish};
 use serde_json::Value;
 
 const MINUTE: i64 = 60;
@@ -22,7 +23,7 @@ fn warden(repo: &TestRepo, command: &str, extra: &[&str], marker: &str) -> Finis
         repo.lockwarden(command)
             .args(extra)
             .env("RCLONE_CONFIG", "/dev/null")
-            .env("LOCKWARDEN_TEST_MARKER", marker),
+            .env(TEST_MARKER, marker),
     )
 }
 
@@ -35,80 +36,12 @@ fn marker(name: &str) -> String {
     format!("lockwarden-rclone-{name}-{}", std::process::id())
 }
 
-/// Waits up to 5 s for every process with `marker` to be gone.
-fn assert_none_left(marker: &str) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let left = lockwarden_tests::live_processes(marker);
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "processes left behind by lockwarden: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Writes an executable shell script.
 fn script(path: &Path, body: &str) -> PathBuf {
     std::fs::write(path, format!("#!/bin/sh\n{body}")).expect("write script");
     std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
     path.to_owned()
-}
-
-#[test]
-fn a_killed_holder_and_an_old_lock_go_and_live_and_young_locks_stay() {
-    let marker = marker("scenario");
-    let repo = TestRepo::init_over_rclone();
-    // The holders are restic on the rclone: location too.
-    let live = Holder::start(&repo);
-    let dead = Holder::start(&repo).kill();
-    let writer = LockWriter::new(&repo);
-    let old = writer.write(LockSpec {
-        time: time_from_now(-120 * MINUTE),
-        hostname: "elsewhere",
-        pid: 9,
-        exclusive: true,
-        encoding: Encoding::Raw,
-    });
-    let young = writer.write(LockSpec {
-        time: time_from_now(-5 * MINUTE),
-        hostname: "elsewhere",
-        pid: 10,
-        ..LockSpec::default()
-    });
-
-    let (code, doc) = check_json(&repo, &marker);
-    assert_eq!(code, 3, "{doc:#}");
-    assert_eq!(doc["repository"]["backend"], "rclone");
-    assert_eq!(verdict(&doc, &dead), pair("remove", "process-dead"));
-    assert_eq!(verdict(&doc, &old), pair("remove", "expired"));
-    assert_eq!(verdict(&doc, &live.lock_id), pair("keep", "holder-alive"));
-    assert_eq!(verdict(&doc, &young), pair("keep", "fresh"));
-    assert_none_left(&marker);
-
-    let out = warden(&repo, "unlock", &[], &marker);
-    assert_eq!(out.code, 0, "{out:?}");
-    assert!(
-        out.stdout.contains(&format!("removed {}", &dead[..8])),
-        "{}",
-        out.stdout
-    );
-    assert_eq!(repo.lock_ids(), ids(&[&live.lock_id, &young]));
-    assert_none_left(&marker);
-
-    // restic sees through rclone what lockwarden left.
-    let listed = repo.restic(&["list", "locks", "--no-lock"]);
-    assert_eq!(listed.code, 0, "{listed:?}");
-    let listed: BTreeSet<String> = listed.stdout.lines().map(str::to_owned).collect();
-    assert_eq!(listed, ids(&[&live.lock_id, &young]));
-
-    drop(live);
-    std::fs::remove_file(repo.path.join("locks").join(&young)).expect("remove the young lock");
-    repo.assert_usable();
 }
 
 #[test]

@@ -189,11 +189,32 @@ pub fn finish(command: &mut Command) -> Finished {
         .into()
 }
 
+/// The variable whose value [`live_processes`] looks for: set it on a
+/// command, and every process it starts inherits it.
+pub const TEST_MARKER: &str = "LOCKWARDEN_TEST_MARKER";
+
+/// Waits up to 5 s for every process with `marker` ([`live_processes`]) to
+/// be gone; fails naming those left.
+pub fn assert_none_left(marker: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left = live_processes(marker);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "processes left behind by lockwarden: {left:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// The processes still running (zombies aside) whose environment holds
 /// `LOCKWARDEN_TEST_MARKER=<marker>`: whatever a process started with it
 /// left behind (where it passed on its environment).
 pub fn live_processes(marker: &str) -> Vec<String> {
-    let needle = format!("LOCKWARDEN_TEST_MARKER={marker}");
+    let needle = format!("{TEST_MARKER}={marker}");
     live_processes_where(|environ, _| {
         environ
             .split(|b| *b == 0)

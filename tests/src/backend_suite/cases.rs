@@ -14,16 +14,8 @@ use crate::lock_writer::{Encoding, LockSpec, LockWriter, time_from_now};
 use crate::restic::{Holder, PASSWORD, TestRepo};
 use crate::{Finished, parity};
 
-/// What a case found on one storage.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// Every promise the case checks held.
-    Pass,
-    /// The case does not apply here, and why.
-    NotApplicable(&'static str),
-}
-
 use Verdict::{NotApplicable, Pass};
+use lockwarden::case_table::Verdict;
 
 /// A lock written two hours ago by a host that is not this one: stale by
 /// restic's own rule.
@@ -665,8 +657,9 @@ const MINUTE: i64 = 60;
 
 /// The reference scenario: a killed holder's lock and a 2 h old foreign lock
 /// are removed; a live `restic backup`'s lock and a young foreign lock are
-/// kept; restic's listing agrees, restic works afterwards, and no output
-/// shows a credential.
+/// kept; restic's listing agrees, restic works afterwards, no output shows
+/// a credential, and no process lockwarden started (rclone, ssh) outlives
+/// it.
 pub fn reference_scenario(storage: &Storage) -> Verdict {
     let repo = &storage.repo;
     let secrets: Vec<&str> = storage.secrets.iter().copied().chain([PASSWORD]).collect();
@@ -696,9 +689,11 @@ pub fn reference_scenario(storage: &Storage) -> Verdict {
     assert_eq!(verdict(&doc, &old), pair("remove", "expired"));
     assert_eq!(verdict(&doc, &live.lock_id), pair("keep", "holder-alive"));
     assert_eq!(verdict(&doc, &young), pair("keep", "fresh"));
+    storage.assert_no_process_left();
 
     let out = unlock(storage, &[]);
     out.assert_no_secret(&secrets);
+    storage.assert_no_process_left();
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
         out.stdout.contains(&format!("removed {}", &dead[..8])),

@@ -320,7 +320,22 @@ impl Storage {
 
     /// `lockwarden <subcommand>` for this repository.
     pub fn lockwarden(&self, subcommand: &str) -> Command {
-        self.repo.lockwarden(subcommand)
+        let mut command = self.repo.lockwarden(subcommand);
+        command.env(crate::TEST_MARKER, self.marker());
+        command
+    }
+
+    /// What every lockwarden this storage starts carries in its
+    /// environment, and passes on to what it starts (rclone, ssh): the
+    /// repository's own directory, unique to it.
+    fn marker(&self) -> String {
+        self.repo.dir.path().display().to_string()
+    }
+
+    /// Fails if a process a lockwarden of this storage started is still
+    /// running 5 s after asking ([`crate::assert_none_left`]).
+    pub fn assert_no_process_left(&self) {
+        crate::assert_none_left(&self.marker());
     }
 
     /// The location lockwarden is given.
@@ -366,6 +381,7 @@ impl Storage {
             .env_remove("RESTIC_REPOSITORY")
             .env_remove("RESTIC_PASSWORD")
             .env_remove("RESTIC_PASSWORD_FILE")
+            .env(crate::TEST_MARKER, self.marker())
             .envs(self.repo.env.iter().map(|(k, v)| (k.clone(), vary(v))));
         command
     }
