@@ -115,7 +115,8 @@ impl Inventory {
                 (records, None)
             }
             InventorySource::Kubernetes { namespace } => {
-                let records = shared_pods::read_after(kubernetes, not_before, timeout);
+                let scope = namespace.as_deref();
+                let records = shared_pods::read_after(kubernetes, scope, not_before, timeout);
                 let inventory = Inventory::new(records, hosts, namespace.clone());
                 return inventory.with_sightings(shared_pods::sighted);
             }

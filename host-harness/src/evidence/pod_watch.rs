@@ -261,12 +261,12 @@ impl Follower {
     }
 }
 
-/// No pod listing begun before now serves a check from now on: a pod that
-/// may hold a lock ended, and a check that would otherwise take a listing
-/// begun after its locks were seen but before the end would still find
-/// the pod in it.
-pub fn outdate_listings() {
-    shared_pods::ended(now());
+/// No listing of `namespace`'s pods, nor of every namespace's, begun before
+/// now serves a check from now on: a pod of it that may hold a lock ended,
+/// and a check that would otherwise take a listing begun after its locks
+/// were seen but before the end would still find the pod in it.
+pub fn outdate_listings(namespace: &str) {
+    shared_pods::ended(namespace, now());
 }
 
 /// The (namespace, hostname) of `pod`, when it has a hostname of its own.

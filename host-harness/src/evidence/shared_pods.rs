@@ -8,6 +8,13 @@
 //! A failed listing is shared too, by those that waited for it: it proves
 //! nothing for any of them.
 //!
+//! An inventory scoped to one namespace (a discovered repository's) lists
+//! that namespace's pods alone, or takes a listing of every namespace begun
+//! late enough: a pod's end in one namespace, which outdates the listings
+//! that could still show it ([`ended`]), then costs a listing of that
+//! namespace, not of the cluster, and another namespace's pods (many,
+//! large, churning) cost its checks nothing.
+//!
 //! It also remembers which pods lockwarden saw, in which namespace and
 //! when (every listing's, and those the pod watch reports: [`saw`]), so
 //! that a later listing's silence about one of them can speak
@@ -26,8 +33,7 @@ use crate::time::now;
 const POISONED: &str = "a pod listing panicked";
 
 /// The pods by hostname, as the inventory reads them, and the namespaces
-/// whose pods could not be listed (one listing of every namespace, however
-/// many inventories scoped to one namespace read it).
+/// whose pods could not be listed.
 pub type Records = Arc<Hosts>;
 
 /// A listing: its records, or why there are none, and when it began.
@@ -38,17 +44,69 @@ type Listing = (Result<Records, String>, i64);
 /// before it was seen).
 const SIGHTINGS: usize = 200_000;
 
+/// At most this many namespaces' latest ends are kept apart; past it they
+/// are forgotten and the latest end anywhere stands for each (outdating
+/// more listings than needed, never fewer).
+const ENDS: usize = 10_000;
+
+/// A namespace's listing that began longer ago than this (ns) is dropped
+/// when another finishes: no check waits that long for its own.
+const KEPT_FOR: i64 = 600 * 1_000_000_000;
+
 #[derive(Default)]
 struct State {
+    /// The listings by scope: a namespace's, or (`None`) every namespace's.
+    listings: HashMap<Option<String>, Slot>,
+    /// (namespace, hostname) -> when lockwarden first saw a pod answering
+    /// to it (a listing's start, or a watch event's arrival).
+    seen: HashMap<(String, String), i64>,
+    /// When a pod that may hold a lock last ended, by namespace ([`ended`]).
+    ends: HashMap<String, i64>,
+    /// The latest end in any namespace.
+    latest_end: i64,
+    /// Stands for every namespace's end once [`ENDS`] were forgotten.
+    forgotten_ends: i64,
+}
+
+/// One scope's listing.
+#[derive(Default)]
+struct Slot {
     /// The last listing that finished.
     done: Option<Listing>,
     /// Whether a listing is under way.
     running: bool,
-    /// (namespace, hostname) -> when lockwarden first saw a pod answering
-    /// to it (a listing's start, or a watch event's arrival).
-    seen: HashMap<(String, String), i64>,
-    /// No listing begun before this serves a check ([`ended`]).
-    stale_before: i64,
+}
+
+impl State {
+    /// No listing of `scope` begun before this serves a check of it: the
+    /// last end in the namespace (in any, for every namespace's).
+    fn outdated(&self, scope: Option<&str>) -> i64 {
+        match scope {
+            None => self.latest_end,
+            Some(ns) => (self.ends.get(ns).copied().unwrap_or(0)).max(self.forgotten_ends),
+        }
+    }
+
+    /// A finished listing that serves a check of `scope` whose locks were
+    /// seen at `not_before`: the scope's own (whatever its outcome), or for
+    /// one namespace, a successful listing of every namespace.
+    fn serving(&self, scope: Option<&str>, not_before: i64) -> Option<Listing> {
+        let late =
+            |slot: Option<&Slot>| (slot?.done.clone()).filter(|(_, began)| *began > not_before);
+        let own = late(self.listings.get(&scope.map(str::to_owned)));
+        let every = || late(self.listings.get(&None)).filter(|(records, _)| records.is_ok());
+        own.or_else(|| scope.and_then(|_| every()))
+    }
+
+    /// Drops the listings of namespaces that began long before `now` and
+    /// are not under way.
+    fn forget_old(&mut self, now: i64) {
+        (self.listings).retain(|scope, slot| {
+            scope.is_none()
+                || slot.running
+                || slot.done.as_ref().is_some_and(|(_, b)| now - b < KEPT_FOR)
+        });
+    }
 }
 
 fn shared() -> &'static (Mutex<State>, Condvar) {
@@ -56,27 +114,28 @@ fn shared() -> &'static (Mutex<State>, Condvar) {
     SHARED.get_or_init(Default::default)
 }
 
-/// The pods, listed after `not_before` (ns since the epoch, this
-/// host's clock): the records and when their listing began. A listing
-/// this call starts goes through `kubernetes` (the client handed down),
-/// each request within `timeout`.
+/// The pods of namespace `scope` (of every namespace if `None`), listed
+/// after `not_before` (ns since the epoch, this host's clock): the records
+/// and when their listing began. A listing this call starts goes through
+/// `kubernetes` (the client handed down), each request within `timeout`.
 pub fn read_after(
     kubernetes: &Connection,
+    scope: Option<&str>,
     not_before: i64,
     timeout: Duration,
 ) -> Result<(Records, i64), String> {
     let (lock, changed) = shared();
     let deadline = Instant::now() + timeout * 4;
     let mut state = lock.lock().map_err(|_| POISONED.to_owned())?;
-    let not_before = not_before.max(state.stale_before);
+    let not_before = not_before.max(state.outdated(scope));
     // The absence rule compares strictly: a listing must begin after.
-    while state
-        .done
-        .as_ref()
-        .is_none_or(|(_, began)| *began <= not_before)
-    {
-        if !state.running {
-            return list(state, kubernetes, timeout);
+    loop {
+        if let Some((records, began)) = state.serving(scope, not_before) {
+            return records.map(|r| (r, began));
+        }
+        let key = scope.map(str::to_owned);
+        if !state.listings.get(&key).is_some_and(|slot| slot.running) {
+            return list(state, kubernetes, scope, timeout);
         }
         // One under way: wait for it (if it began too early, this check
         // then starts its own).
@@ -89,37 +148,51 @@ pub fn read_after(
             .map_err(|_| POISONED.to_owned())?
             .0;
     }
-    let (records, began) = state.done.clone().ok_or("no pod listing")?;
-    records.map(|r| (r, began))
 }
 
-/// Lists the pods now, for every check waiting, and keeps the listing.
+/// Lists the pods of `scope` now, for every check waiting, and keeps the
+/// listing.
 fn list(
     mut state: MutexGuard<'_, State>,
     kubernetes: &Connection,
+    scope: Option<&str>,
     timeout: Duration,
 ) -> Result<(Records, i64), String> {
     let (lock, changed) = shared();
     let began = now();
-    state.running = true;
+    let key = scope.map(str::to_owned);
+    state.listings.entry(key.clone()).or_default().running = true;
     drop(state);
-    let records = list_pods(kubernetes, timeout)
+    let records = list_pods(kubernetes, scope, timeout)
         .map_err(|e| e.to_string())
         .and_then(|listing| pods(listing.items, listing.failed).map_err(|e| e.to_string()))
         .map(Arc::new);
     let mut state = lock.lock().map_err(|_| POISONED.to_owned())?;
-    state.running = false;
-    state.done = Some((records.clone(), began));
+    state.forget_old(began);
+    let slot = state.listings.entry(key).or_default();
+    slot.running = false;
+    slot.done = Some((records.clone(), began));
     changed.notify_all();
     records.map(|r| (r, began))
 }
 
-/// A pod that may hold a lock ended at `at`: no listing begun before then
-/// serves a check from now on.
-pub fn ended(at: i64) {
+/// A pod of `namespace` that may hold a lock ended at `at`: no listing of
+/// that namespace, nor of every namespace, begun before then serves a
+/// check from now on.
+pub fn ended(namespace: &str, at: i64) {
     let (lock, _) = shared();
     let mut state = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    state.stale_before = state.stale_before.max(at);
+    record_end(&mut state, namespace, at);
+}
+
+fn record_end(state: &mut State, namespace: &str, at: i64) {
+    state.latest_end = state.latest_end.max(at);
+    let end = state.ends.entry(namespace.to_owned()).or_default();
+    *end = (*end).max(at);
+    if state.ends.len() > ENDS {
+        state.ends.clear();
+        state.forgotten_ends = state.latest_end;
+    }
 }
 
 /// Remembers that the pods (namespace, hostname) were seen to end at `at`
@@ -175,6 +248,86 @@ fn seen_before(
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use super::{Listing, Slot, State};
+
+    /// A finished listing begun at `began`: a successful one, or a failed.
+    fn listing(began: i64, ok: bool) -> Slot {
+        let records = if ok {
+            Ok(Arc::default())
+        } else {
+            Err("refused".to_owned())
+        };
+        Slot {
+            done: Some((records, began)),
+            running: false,
+        }
+    }
+
+    fn began(found: Option<Listing>) -> Option<i64> {
+        found.map(|(_, began)| began)
+    }
+
+    #[test]
+    fn a_namespace_takes_its_own_listing_or_a_later_listing_of_every_namespace() {
+        let mut state = State::default();
+        state.listings.insert(Some("a".into()), listing(100, true));
+        state.listings.insert(None, listing(200, true));
+        assert_eq!(began(state.serving(Some("a"), 150)), Some(200));
+        assert_eq!(began(state.serving(Some("a"), 50)), Some(100), "its own");
+        assert_eq!(began(state.serving(Some("b"), 150)), Some(200));
+        assert_eq!(began(state.serving(Some("b"), 200)), None, "strictly after");
+        assert_eq!(began(state.serving(None, 150)), Some(200));
+        state.listings.insert(Some("a".into()), listing(50, true));
+        state.listings.insert(None, listing(300, false));
+        assert_eq!(
+            began(state.serving(Some("a"), 150)),
+            None,
+            "a failed listing of every namespace does not stand for one namespace's"
+        );
+        assert_eq!(began(state.serving(None, 150)), Some(300), "shared failure");
+    }
+
+    #[test]
+    fn an_end_outdates_its_namespace_and_every_namespace_not_the_others() {
+        let mut state = State::default();
+        super::record_end(&mut state, "a", 100);
+        super::record_end(&mut state, "b", 50);
+        assert_eq!(state.outdated(Some("a")), 100);
+        assert_eq!(state.outdated(Some("b")), 50);
+        assert_eq!(state.outdated(Some("c")), 0, "no end there");
+        assert_eq!(state.outdated(None), 100);
+        for n in 0..super::ENDS {
+            super::record_end(&mut state, &format!("ns-{n}"), 10);
+        }
+        assert!(state.ends.len() <= super::ENDS, "{}", state.ends.len());
+        assert_eq!(
+            state.outdated(Some("c")),
+            100,
+            "past the bound, the latest end stands for every namespace"
+        );
+    }
+
+    #[test]
+    fn old_listings_of_a_namespace_are_dropped_not_those_under_way() {
+        let mut state = State::default();
+        let old = -super::KEPT_FOR;
+        state
+            .listings
+            .insert(Some("old".into()), listing(old, true));
+        state.listings.insert(Some("new".into()), listing(0, true));
+        state.listings.insert(None, listing(old, true));
+        let running = Slot {
+            done: None,
+            running: true,
+        };
+        state.listings.insert(Some("running".into()), running);
+        state.forget_old(1);
+        let mut kept: Vec<Option<String>> = state.listings.keys().cloned().collect();
+        kept.sort();
+        assert_eq!(kept, [None, Some("new".into()), Some("running".into())]);
+    }
 
     #[test]
     fn a_pod_counts_as_seen_only_before_the_reading_and_in_its_namespace() {

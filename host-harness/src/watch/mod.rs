@@ -121,7 +121,7 @@ fn follow_pods(
         crate::evidence::pod_watch::follow(client, timeout, &stop, |pod, end| {
             let names = schedule.holders.holding(&pod.namespace, &pod.hostnames);
             if !names.is_empty() {
-                crate::evidence::pod_watch::outdate_listings();
+                crate::evidence::pod_watch::outdate_listings(&pod.namespace);
             }
             for name in &names {
                 tracing::info!(

@@ -132,8 +132,9 @@ fn watching(dir: &Path, kube: &KubeEmulator) -> Guarded {
     watch(dir, &discover_config(dir, ""), &kubeconfig, "lockwarden-0")
 }
 
-/// Tenant B's fat pods fail its own namespace of the pod list, not the
-/// list: tenant A's gone pod's lock is removed and its running pod's lock
+/// Tenant B's fat pods fail its own namespace of the cluster-wide pod list
+/// (the pod watch's), not the list, and A's checks list A's namespace
+/// alone: tenant A's gone pod's lock is removed and its running pod's lock
 /// kept. Tenant C's running pod named as A's gone one does not answer for
 /// A's lock (A's inventory is scoped to A's namespace).
 #[test]
@@ -158,6 +159,11 @@ fn a_namespace_of_fat_pods_blinds_only_itself() {
     assert!(
         lists.iter().any(|q| !q.contains("limit=500")),
         "no page was asked again smaller: {lists:?}"
+    );
+    let own = format!("/api/v1/namespaces/{TENANT_A}/pods");
+    assert!(
+        kube.requests().iter().any(|r| r.path == own),
+        "A's checks did not list A's pods alone"
     );
 }
 
