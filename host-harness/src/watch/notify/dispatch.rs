@@ -16,7 +16,11 @@
 //! many events waiting delays another's by one delivery), so a hung
 //! receiver holds one sender, never a check; the others serve the
 //! other sinks in turn. Each queued event is taken off its queue once,
-//! before its delivery: delivery is at most once. Senders start when events
+//! before its delivery: delivery is at most once. A repository no longer
+//! watched (its object deleted, or changed and watched anew under the same
+//! name) leaves its queued events to be delivered, since they tell what
+//! happened; one watched anew under its name takes its place in the queue
+//! and its share. Senders start when events
 //! wait and none is idle, up to [`limits::NOTIFY_SENDERS`]; they live as long as the
 //! process (a stopped `watch` does not wait for them, as before).
 
