@@ -8,9 +8,14 @@
 //! - for `wasm32-wasip2` with the workspace's `wasm` profile, after checking
 //!   that the target is installed, and with none of the outer build's host
 //!   flags or wrappers ([`CLEARED`]);
-//! - into a target directory inside the calling build script's `OUT_DIR`, so
-//!   that two build scripts, or two profiles of one, never share outputs nor
-//!   wait on each other's lock;
+//! - into one target directory for every build script and outer profile,
+//!   `wasm-guests` in the outer target directory ([`target_dir`]), so that
+//!   the guests' dependencies (wit-bindgen and its proc macros) compile once
+//!   per machine, not once per build script and profile (cargo's lock on it
+//!   makes two build scripts take turns); each component is then copied
+//!   into the calling build script's `OUT_DIR`, only when its bytes changed,
+//!   so that what a build embeds or names is its own and changes only when
+//!   it does;
 //! - then printing `cargo::rerun-if-changed` for every source file listed in
 //!   the dep-info (`.d`) file cargo writes next to each component, for the
 //!   manifest of each package those files belong to, and for the workspace's
@@ -56,7 +61,7 @@ pub fn build(workspace: &Path, packages: &[&str]) -> Vec<PathBuf> {
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_else(|| {
         fail("OUT_DIR is not set: lockwarden-guest-build runs in build scripts")
     }));
-    let target_dir = out_dir.join("wasm");
+    let target_dir = target_dir(&out_dir);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command
@@ -85,7 +90,7 @@ pub fn build(workspace: &Path, packages: &[&str]) -> Vec<PathBuf> {
     }
 
     let built = target_dir.join(TARGET).join(PROFILE);
-    let mut inputs = Inputs::new(workspace, &out_dir);
+    let mut inputs = Inputs::new(workspace, [out_dir.as_path(), target_dir.as_path()]);
     let components = packages
         .iter()
         .map(|package| {
@@ -97,11 +102,38 @@ pub fn build(workspace: &Path, packages: &[&str]) -> Vec<PathBuf> {
                 ));
             }
             inputs.dep_info(&component.with_extension("d"));
-            component
+            own_copy(&component, &out_dir)
         })
         .collect();
     inputs.print();
     components
+}
+
+/// Where the guests are built: `wasm-guests` in the outer build's target
+/// directory, the nearest directory above `out_dir` that cargo marked as
+/// one (its `CACHEDIR.TAG`); `out_dir` itself where there is none.
+fn target_dir(out_dir: &Path) -> PathBuf {
+    let outer = out_dir
+        .ancestors()
+        .find(|dir| dir.join("CACHEDIR.TAG").is_file());
+    match outer {
+        Some(outer) => outer.join("wasm-guests"),
+        None => out_dir.join("wasm"),
+    }
+}
+
+/// `component` copied into `out_dir` (written only when its bytes differ
+/// from the copy there, so its time changes only with them).
+fn own_copy(component: &Path, out_dir: &Path) -> PathBuf {
+    let copy = out_dir.join(component.file_name().expect("a component's file name"));
+    let read = |path: &Path| std::fs::read(path).ok();
+    let bytes =
+        read(component).unwrap_or_else(|| fail(&format!("cannot read {}", component.display())));
+    if read(&copy).as_ref() != Some(&bytes) {
+        std::fs::write(&copy, &bytes)
+            .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", copy.display())));
+    }
+    copy
 }
 
 /// Fails early, with the command that fixes it, when the toolchain has no
@@ -141,18 +173,18 @@ fn fail(message: &str) -> ! {
 /// The files whose change makes the nested build's outputs stale.
 struct Inputs<'a> {
     workspace: &'a Path,
-    /// The calling build script's `OUT_DIR`: files written there during the
-    /// build are newer than the build script's run, and watching them would
-    /// run it again every time.
-    out_dir: &'a Path,
+    /// The calling build script's `OUT_DIR` and the guests' target
+    /// directory: files written there during the build are newer than the
+    /// build script's run, and watching them would run it again every time.
+    generated: [&'a Path; 2],
     files: BTreeSet<PathBuf>,
 }
 
 impl<'a> Inputs<'a> {
-    fn new(workspace: &'a Path, out_dir: &'a Path) -> Self {
+    fn new(workspace: &'a Path, generated: [&'a Path; 2]) -> Self {
         let mut inputs = Inputs {
             workspace,
-            out_dir,
+            generated,
             files: BTreeSet::new(),
         };
         for fixed in ["Cargo.toml", "Cargo.lock", ".cargo/config.toml", "wit"] {
@@ -170,7 +202,7 @@ impl<'a> Inputs<'a> {
         let text = std::fs::read_to_string(path)
             .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", path.display())));
         for file in dep_info_files(&text) {
-            if file.starts_with(self.out_dir) {
+            if self.generated.iter().any(|dir| file.starts_with(dir)) {
                 continue;
             }
             if let Some(manifest) = self.manifest_of(&file) {
@@ -255,7 +287,7 @@ mod tests {
             .parent()
             .expect("in the workspace");
         let out = workspace.join("target");
-        let inputs = Inputs::new(workspace, &out);
+        let inputs = Inputs::new(workspace, [out.as_path(), out.as_path()]);
         assert!(inputs.files.contains(&workspace.join("Cargo.lock")));
         assert_eq!(
             inputs.manifest_of(&workspace.join("guest-build/src/lib.rs")),
