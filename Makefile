@@ -192,12 +192,12 @@ $(DEPLOY_CHECK_ENV)/installed: deploy/requirements.txt
 # scripts/go-tools.sh) in the one full pass, in the workspace run; Debian
 # 12's 0.14 (PATH's) and Debian 13's 0.18 in the tests that compare
 # restic's own behaviour, where versions differ (tests/src/restic_version.rs):
-# hold (restic blocked by lockwarden's lock), operators and shadow
+# hold (restic blocked by lockwarden's lock), operators and shadow's run
 # (`lockwarden run`: restic's exit codes, 11 when locked, 10, 12 from 0.17,
 # and JSON errors from 0.18), repo and the local backend's cases (unlock's
 # message, parity with `restic unlock`, which locks restic skips or
-# retries), go_host and docs (what `restic list locks`, `cat lock` and
-# `backup` print). The other tests use restic only to make repositories
+# retries), the Go example and the docs' samples (what `restic list locks`,
+# `cat lock` and `backup` print). The other tests use restic only to make repositories
 # and holders, which every version does alike. One full pass takes about
 # 140 s here (260 s on a busy machine), each subset about 40 s: a second
 # full pass would bring a warm CI run too near its 30 minutes. Tests read
@@ -212,7 +212,7 @@ $(DEPLOY_CHECK_ENV)/installed: deploy/requirements.txt
 # assembled from the test build's binary before the tests run.
 # tests/e2e/go_host.rs runs the Go host's tests (hosts/go) and its example
 # with the components built here.
-RESTIC_VERSION_TESTS := hold:: operators:: shadow:: repo:: backend_suite::local go_host:: docs::
+RESTIC_VERSION_TESTS := hold:: operators:: repo:: backend_suite::local shadow::run_ go_host::the_go_example docs::sample_output
 TEST_THREADS ?= $(shell echo $$(( $$(nproc) * 2 )))
 test: setup servers $(NODE_HOST)/node_modules/.package-lock.json $(PYTHON_ENV)/installed $(RESTIC_018) $(PROMTOOL) $(DEPLOY_CHECK_ENV)/installed $(POLYGLOT) ## Build everything (the test guests and the image too), run all tests (Rust, Node.js, Python and Go hosts); the end-to-end ones with restic 0.19, those where restics differ with 0.14 and 0.18 too
 	@./scripts/need.sh $(IMAGE_TOOLS)
