@@ -11,8 +11,9 @@
 //! - into one target directory for every build script and outer profile,
 //!   `wasm-guests` in the outer target directory ([`target_dir`]), so that
 //!   the guests' dependencies (wit-bindgen and its proc macros) compile once
-//!   per machine, not once per build script and profile (cargo's lock on it
-//!   makes two build scripts take turns); each component is then copied
+//!   per machine, not once per build script and profile (a lock of its own
+//!   makes two build scripts take turns at building and copying); each
+//!   component is then copied
 //!   into the calling build script's `OUT_DIR`, only when its bytes changed,
 //!   so that what a build embeds or names is its own and changes only when
 //!   it does;
@@ -62,6 +63,7 @@ pub fn build(workspace: &Path, packages: &[&str]) -> Vec<PathBuf> {
         fail("OUT_DIR is not set: lockwarden-guest-build runs in build scripts")
     }));
     let target_dir = target_dir(&out_dir);
+    let _turn = take_turn(&target_dir);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command
@@ -120,6 +122,20 @@ fn target_dir(out_dir: &Path) -> PathBuf {
         Some(outer) => outer.join("wasm-guests"),
         None => out_dir.join("wasm"),
     }
+}
+
+/// Waits for, then holds until dropped, this machine's one turn at
+/// `target_dir`: a build and the copying of what it built, so that no other
+/// build script (another checkout's or toolchain's sharing the directory)
+/// relinks a component between the two.
+fn take_turn(target_dir: &Path) -> std::fs::File {
+    let fail_with =
+        |e: std::io::Error| -> ! { fail(&format!("cannot lock {}: {e}", target_dir.display())) };
+    std::fs::create_dir_all(target_dir).unwrap_or_else(|e| fail_with(e));
+    let file = std::fs::File::create(target_dir.join("lockwarden-guests.lock"))
+        .unwrap_or_else(|e| fail_with(e));
+    file.lock().unwrap_or_else(|e| fail_with(e));
+    file
 }
 
 /// `component` copied into `out_dir` (written only when its bytes differ
