@@ -89,13 +89,19 @@ impl State {
 
     /// A finished listing that serves a check of `scope` whose locks were
     /// seen at `not_before`: the scope's own (whatever its outcome), or for
-    /// one namespace, a successful listing of every namespace.
+    /// one namespace, a successful listing of every namespace that holds
+    /// that namespace's pods (did not leave it out for the list's bounds).
     fn serving(&self, scope: Option<&str>, not_before: i64) -> Option<Listing> {
         let late =
             |slot: Option<&Slot>| (slot?.done.clone()).filter(|(_, began)| *began > not_before);
         let own = late(self.listings.get(&scope.map(str::to_owned)));
-        let every = || late(self.listings.get(&None)).filter(|(records, _)| records.is_ok());
-        own.or_else(|| scope.and_then(|_| every()))
+        let holds = |ns: &str, records: &Result<Records, String>| {
+            records.as_ref().is_ok_and(|r| !r.failed.contains_key(ns))
+        };
+        own.or_else(|| {
+            let ns = scope?;
+            late(self.listings.get(&None)).filter(|(records, _)| holds(ns, records))
+        })
     }
 
     /// Drops the listings of namespaces that began long before `now` and
@@ -252,6 +258,18 @@ mod tests {
 
     use super::{Listing, Slot, State};
 
+    /// A successful listing begun at `began` that left `namespace` out.
+    fn without(began: i64, namespace: &str) -> Slot {
+        let mut hosts = super::Hosts::default();
+        hosts
+            .failed
+            .insert(namespace.to_owned(), "too many pods".into());
+        Slot {
+            done: Some((Ok(Arc::new(hosts)), began)),
+            running: false,
+        }
+    }
+
     /// A finished listing begun at `began`: a successful one, or a failed.
     fn listing(began: i64, ok: bool) -> Slot {
         let records = if ok {
@@ -287,6 +305,13 @@ mod tests {
             "a failed listing of every namespace does not stand for one namespace's"
         );
         assert_eq!(began(state.serving(None, 150)), Some(300), "shared failure");
+        state.listings.insert(None, without(300, "a"));
+        assert_eq!(
+            began(state.serving(Some("a"), 150)),
+            None,
+            "a listing of every namespace that left this one out"
+        );
+        assert_eq!(began(state.serving(Some("b"), 150)), Some(300));
     }
 
     #[test]
