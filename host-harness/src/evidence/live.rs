@@ -59,6 +59,9 @@ impl EvidenceConfig {
     /// the inventory now (the pods through `kubernetes`, the client handed
     /// down), so that it is younger than every lock in `observed`. A failed
     /// or empty inventory is logged and answers `unknown` for every host.
+    /// With no lock observed there is no holder to ask about, and the
+    /// inventory is not read: a repository between backups costs no pod
+    /// listing.
     pub fn gather(
         &self,
         children: Option<OwnChildren>,
@@ -83,7 +86,7 @@ impl EvidenceConfig {
             local.clone(),
             untrusted,
         )));
-        if let Some((source, hosts)) = &self.inventory {
+        if let Some((source, hosts)) = self.inventory.as_ref().filter(|_| !observed.is_empty()) {
             // A listing begun after every lock of this check was seen.
             let not_before = observed
                 .values()
@@ -125,5 +128,30 @@ impl Source for Children {
 
     fn host(&self, _hostname: &str, _since: i64) -> Option<Liveness> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_inventory_is_read_only_when_a_lock_was_observed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let marker = dir.path().join("read");
+        let command = format!("touch {}; echo '[]'", marker.display());
+        let config = EvidenceConfig {
+            inventory: Some((
+                InventorySource::Command(command),
+                Regex::new("^backup-").expect("regex"),
+            )),
+            ..EvidenceConfig::default()
+        };
+        let none = Connection::none();
+        config.gather(None, &none, Observations::new());
+        assert!(!marker.exists(), "read with no lock to judge");
+        let one = Observations::from([(("backup-1".to_owned(), 1), 2)]);
+        config.gather(None, &none, one);
+        assert!(marker.exists(), "not read for a lock");
     }
 }
