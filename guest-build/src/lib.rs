@@ -11,12 +11,11 @@
 //! - into one target directory for every build script and outer profile,
 //!   `wasm-guests` in the outer target directory ([`target_dir`]), so that
 //!   the guests' dependencies (wit-bindgen and its proc macros) compile once
-//!   per machine, not once per build script and profile (a lock of its own
-//!   makes two build scripts take turns at building and copying); each
-//!   component is then copied
-//!   into the calling build script's `OUT_DIR`, only when its bytes changed,
-//!   so that what a build embeds or names is its own and changes only when
-//!   it does;
+//!   per target directory, not once per build script and outer profile (a
+//!   lock of its own makes two build scripts take turns at building and
+//!   copying); each component is then copied into the calling build
+//!   script's `OUT_DIR`, only when its bytes changed, so that what a build
+//!   embeds or names is its own and changes only when it does;
 //! - then printing `cargo::rerun-if-changed` for every source file listed in
 //!   the dep-info (`.d`) file cargo writes next to each component, for the
 //!   manifest of each package those files belong to, and for the workspace's
