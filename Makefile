@@ -198,9 +198,9 @@ $(DEPLOY_CHECK_ENV)/installed: deploy/requirements.txt
 # message, parity with `restic unlock`, which locks restic skips or
 # retries), the Go example and the docs' samples (what `restic list locks`,
 # `cat lock` and `backup` print). The other tests use restic only to make repositories
-# and holders, which every version does alike. One full pass takes about
-# 140 s here (260 s on a busy machine), each subset about 40 s: a second
-# full pass would bring a warm CI run too near its 30 minutes. Tests read
+# and holders, which every version does alike. In a warm CI rehearsal
+# (28 minutes in all) the full pass took 425 s and each subset about 46 s: a
+# second full pass would take CI past its 30 minutes. Tests read
 # the restic to run from LOCKWARDEN_TEST_RESTIC (tests/src/restic.rs). All
 # select the whole workspace: cargo unifies dependency features over the
 # packages selected, so a `-p` build here would compile wasmtime and the
@@ -208,7 +208,7 @@ $(DEPLOY_CHECK_ENV)/installed: deploy/requirements.txt
 # too. Two tests per core: the end-to-end ones mostly wait on restic,
 # servers and timers (with the fast keys of tests/src/repo_template.rs they
 # use about one core of two), so this halves their wall time (284 s to
-# 139 s here). TEST_THREADS=1 runs them one at a time. The image is
+# 139 s when it was measured, on an earlier machine). TEST_THREADS=1 runs them one at a time. The image is
 # assembled from the test build's binary before the tests run.
 # tests/e2e/go_host.rs runs the Go host's tests (hosts/go) and its example
 # with the components built here.
