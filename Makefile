@@ -245,8 +245,11 @@ FUZZ_CASES ?= 100000
 fuzz: ## Run the decoders' property tests longer (FUZZ_CASES each, default 100000)
 	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test $(BUILD_FLAGS) -p lockwarden --lib decoders_proptest
 
-demo: build ## Run lockwarden on a built-in example
-	./scripts/demo.sh $(BIN)
+# The demo's binary: the `demo` profile (Cargo.toml), quick to build.
+DEMO_BIN := target/$(MUSL)/demo/lockwarden
+demo: toolchain ## Run lockwarden on a built-in example (a quick-to-build binary: target/x86_64-unknown-linux-musl/demo/lockwarden)
+	$(CARGO) build --profile demo --target $(MUSL) -p lockwarden
+	./scripts/demo.sh $(DEMO_BIN)
 
 clean: ## Remove build outputs
 	$(CARGO) clean
