@@ -320,9 +320,7 @@ impl Storage {
 
     /// `lockwarden <subcommand>` for this repository.
     pub fn lockwarden(&self, subcommand: &str) -> Command {
-        let mut command = self.repo.lockwarden(subcommand);
-        command.env(crate::TEST_MARKER, self.marker());
-        command
+        self.lockwarden_at(self.location(), subcommand, str::to_owned)
     }
 
     /// What every lockwarden this storage starts carries in its
