@@ -239,6 +239,7 @@ fn the_chart_installs_and_its_service_account_removes_a_gone_pods_lock() {
     let documented: std::collections::BTreeSet<String> = [
         "list pods",
         "watch pods",
+        "list nodes",
         "get configmaps",
         "get secrets",
         "create events",

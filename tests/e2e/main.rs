@@ -33,6 +33,7 @@ mod notifications;
 mod oci;
 mod operators;
 mod pod_end;
+mod pod_identity;
 mod policy_cli;
 mod polyglot;
 mod rclone;

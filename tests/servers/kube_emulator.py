@@ -70,6 +70,7 @@ BUILTIN = [
     ('v1', 'configmaps', 'ConfigMap', True, False, False, ['cm']),
     ('v1', 'events', 'Event', True, False, False, ['ev']),
     ('v1', 'namespaces', 'Namespace', False, True, False, ['ns']),
+    ('v1', 'nodes', 'Node', False, True, False, ['no']),
     ('events.k8s.io/v1', 'events', 'Event', True, False, False, ['ev']),
     ('coordination.k8s.io/v1', 'leases', 'Lease', True, False, False, []),
     ('velero.io/v1', 'backuprepositories', 'BackupRepository', True, True, True, []),

@@ -35,7 +35,9 @@ use std::time::Duration;
 
 use regex::Regex;
 
-use super::pod_list::{HostRecord, Hosts, parse};
+use super::fence;
+use super::incarnations::{CLOCKS, Fate, Incarnation};
+use super::pod_list::{HostRecord, Hosts, host_key, parse};
 use super::shared_pods::{self, Records};
 use super::{Observations, Source};
 use crate::command;
@@ -45,11 +47,6 @@ use crate::kubernetes::Connection;
 use crate::limits;
 use crate::time::{format_rfc3339, now};
 
-/// How much later than a lock's time a pod or its containers must have
-/// started to count as recreated: the kubelet and the lock writer read
-/// different clocks.
-const START_TOLERANCE: i64 = 5_000_000_000;
-
 /// Where the inventory comes from.
 #[derive(Debug, Clone)]
 pub enum InventorySource {
@@ -58,31 +55,33 @@ pub enum InventorySource {
     /// A shell command printing JSON, run at each check.
     Command(String),
     /// The pods the Kubernetes API lists, at each check: those of
-    /// `namespace` alone when it is given (a discovered repository's),
-    /// every namespace's otherwise.
+    /// `namespaces` alone when given (a discovered repository's: the
+    /// namespaces of every object that names it), every namespace's
+    /// otherwise.
     Kubernetes {
-        /// The namespace whose pods answer, if one.
-        namespace: Option<String>,
+        /// The namespaces whose pods answer (sorted, at least one), if
+        /// scoped.
+        namespaces: Option<Vec<String>>,
     },
 }
 
-/// Whether lockwarden's pod watch saw the pod named `hostname` (in
-/// namespace `scope` when given) end for sure before `before` (ns since
-/// the epoch) ([`super::shared_pods::sighted`]).
-pub type Sighted = fn(scope: Option<&str>, hostname: &str, before: i64) -> bool;
+/// The pods lockwarden's pod watch saw answering to `hostname` (in
+/// namespace `scope` when given) that could have written a lock dated
+/// `since` ([`super::shared_pods::recall`]).
+pub type Recall = fn(scope: Option<&[String]>, hostname: &str, since: i64) -> Vec<Incarnation>;
 
 /// One reading of the inventory, ready to answer `host` questions.
 #[derive(Debug)]
 pub struct Inventory {
     hosts: Regex,
-    /// The one namespace whose pods answer, if scoped.
-    scope: Option<String>,
+    /// The namespaces whose pods answer, if scoped.
+    scope: Option<Vec<String>>,
     /// The hosts, or why they could not be read.
     reading: Result<Reading, String>,
-    /// For a reading of the Kubernetes API: the pods lockwarden saw end
-    /// before it, whose absence from it speaks even where it lists no host
-    /// the regex covers ([`Inventory::host`]).
-    sighted: Option<Sighted>,
+    /// For a reading of the Kubernetes API: the pods lockwarden saw, whose
+    /// absence from it speaks even where it lists no host the regex covers
+    /// ([`Inventory::host`]).
+    recall: Option<Recall>,
 }
 
 #[derive(Debug)]
@@ -114,38 +113,40 @@ impl Inventory {
                 let records = run(line, timeout).and_then(|text| parsed((text, taken_at)));
                 (records, None)
             }
-            InventorySource::Kubernetes { namespace } => {
-                let scope = namespace.as_deref();
-                let records = shared_pods::read_after(kubernetes, scope, not_before, timeout);
-                let inventory = Inventory::new(records, hosts, namespace.clone());
-                return inventory.with_sightings(shared_pods::sighted);
+            InventorySource::Kubernetes { namespaces } => {
+                let records = match namespaces.as_deref() {
+                    None => shared_pods::read_after(kubernetes, None, not_before, timeout),
+                    Some(namespaces) => {
+                        read_namespaces(kubernetes, namespaces, not_before, timeout)
+                    }
+                };
+                let inventory = Inventory::new(records, hosts, namespaces.clone());
+                return inventory.with_recall(shared_pods::recall);
             }
         };
         Inventory::new(records, hosts, scope)
     }
 
-    /// This inventory, read from the Kubernetes API, where `sighted` says
-    /// which pods lockwarden saw end before.
-    fn with_sightings(self, sighted: Sighted) -> Inventory {
+    /// This inventory, read from the Kubernetes API, where `recall` says
+    /// which pods lockwarden saw.
+    fn with_recall(self, recall: Recall) -> Inventory {
         Inventory {
-            sighted: Some(sighted),
+            recall: Some(recall),
             ..self
         }
     }
 
     /// An inventory of `records` (and when they were taken) for `hosts`,
-    /// of namespace `scope` alone if given: a scope whose pods could not
-    /// be listed fails the reading.
+    /// of the namespaces `scope` alone if given: a namespace of the scope
+    /// whose pods could not be listed fails the reading.
     fn new(
         records: Result<(Records, i64), String>,
         hosts: Regex,
-        scope: Option<String>,
+        scope: Option<Vec<String>>,
     ) -> Inventory {
         let reading = records.and_then(|(records, taken_at)| {
-            if let Some((namespace, why)) = scope
-                .as_ref()
-                .and_then(|ns| records.failed.get_key_value(ns))
-            {
+            let failed = |ns: &String| records.failed.get_key_value(ns);
+            if let Some((namespace, why)) = scope.iter().flatten().find_map(failed) {
                 return Err(format!(
                     "the pods of namespace {} could not be listed: {why}",
                     crate::text::escape(namespace)
@@ -157,7 +158,7 @@ impl Inventory {
             hosts,
             scope,
             reading,
-            sighted: None,
+            recall: None,
         }
     }
 
@@ -169,7 +170,7 @@ impl Inventory {
         Inventory::new(
             Ok((Arc::new(pods), taken_at)),
             hosts,
-            scope.map(str::to_owned),
+            scope.map(|ns| vec![ns.to_owned()]),
         )
     }
 
@@ -186,7 +187,7 @@ impl Inventory {
     pub fn problem(&self) -> Option<String> {
         match &self.reading {
             Err(problem) => Some(problem.clone()),
-            Ok(reading) if !reading.covers_any && self.sighted.is_none() => Some(format!(
+            Ok(reading) if !reading.covers_any && self.recall.is_none() => Some(format!(
                 "it lists no host matching {}{}; absence from it proves nothing",
                 self.hosts.as_str(),
                 self.scope_shown()
@@ -208,12 +209,22 @@ impl Inventory {
         ))
     }
 
-    /// ` in namespace NS` when scoped, else nothing.
+    /// ` in namespace NS` (` in namespaces A, B`) when scoped, else
+    /// nothing.
     fn scope_shown(&self) -> String {
-        self.scope
-            .as_deref()
-            .map(|ns| format!(" in namespace {}", crate::text::escape(ns)))
-            .unwrap_or_default()
+        let Some(scope) = &self.scope else {
+            return String::new();
+        };
+        let shown: Vec<String> = scope
+            .iter()
+            .map(|ns| crate::text::escape(ns).into_owned())
+            .collect();
+        let noun = if shown.len() == 1 {
+            "namespace"
+        } else {
+            "namespaces"
+        };
+        format!(" in {noun} {}", shown.join(", "))
     }
 
     /// This inventory as a [`Source`], with when each lock was first seen
@@ -226,7 +237,11 @@ impl Inventory {
     }
 
     /// The answer to `liveness.host(hostname, since)` for a lock lockwarden
-    /// first saw at `observed` (its own clock), if it knows.
+    /// first saw at `observed` (its own clock), if it knows. Every pod that
+    /// could have written the lock must be dead: each listed one that
+    /// answers to the hostname by its record ([`judge`]), each the pod
+    /// watch saw and the listing no longer holds by [`fence::gone`], and
+    /// one never seen by the absence rule ([`Inventory::absent`]).
     pub fn host(&self, hostname: &str, since: i64, observed: Option<i64>) -> Liveness {
         let shown = crate::text::escape(hostname);
         if !self.hosts.is_match(hostname) {
@@ -241,58 +256,143 @@ impl Inventory {
                 return Liveness::Unknown(format!("the host inventory failed: {problem}"));
             }
         };
-        let records: Vec<&HostRecord> = reading
-            .records
-            .records
-            .get(hostname)
-            .into_iter()
-            .flatten()
-            .filter(|r| in_scope(r, self.scope.as_deref()))
-            .collect();
-        if records.is_empty() {
-            return self.absent(hostname, &shown, reading, observed);
+        if let Some(Ok(nodes)) = &reading.records.nodes
+            && nodes.get(hostname).is_some()
+        {
+            return Liveness::Unknown(format!(
+                "host {shown} is a node's name: restic in a pod on the node's network \
+                 (hostNetwork) writes it"
+            ));
         }
-        // Several pods may answer to one hostname (spec.hostname, a name
-        // kubelet shortened): gone only when every one of them says so.
-        let answers: Vec<Liveness> = records
+        let key = host_key(hostname);
+        let listed = reading.listed(key, self.scope.as_deref());
+        let (mut dead, mut replaced) = (Vec::new(), None);
+        for record in &listed {
+            match judge(record, &shown, since) {
+                Judged::Unknown(why) => return Liveness::Unknown(why),
+                Judged::Dead(why) => dead.push(why),
+                Judged::Replaced(why) => replaced = Some(why),
+            }
+        }
+        let recalled: Vec<Incarnation> = (self.recall)
+            .map(|recall| recall(self.scope.as_deref(), key, since))
+            .unwrap_or_default()
             .into_iter()
-            .map(|r| judge(r, &shown, since))
+            .filter(|pod| !listed.iter().any(|r| r.uid.as_deref() == Some(&pod.uid)))
             .collect();
-        answers
-            .iter()
-            .find(|a| !matches!(a, Liveness::Dead(_)))
-            .or(answers.first())
-            .cloned()
-            .unwrap_or_else(|| Liveness::Unknown(format!("pod {shown} has no record")))
+        match (dead.first(), recalled.is_empty()) {
+            (Some(why), true) => Liveness::Dead(why.clone()),
+            _ => {
+                let writer = Writer {
+                    key,
+                    since,
+                    recalled: &recalled,
+                    replaced,
+                };
+                self.absent(&shown, reading, observed, writer)
+            }
+        }
     }
 }
 
 impl Inventory {
-    /// The answer for `hostname` (`shown` escaped), which `reading` does
-    /// not list, about a lock first seen at `observed`. Absence speaks only
-    /// where the reading has the authority to say a pod is gone:
+    /// Whether no pod outside the scope that the pod watch saw answering
+    /// to `key` may have written a lock dated `since`: one that may run
+    /// there (running, or vanished from a node not fenced) keeps it, since
+    /// a repository can be named where lockwarden does not look (a
+    /// namespace it excludes, an object it refused). Only an end, never a
+    /// pod elsewhere, proves anything here.
+    fn elsewhere(&self, key: &str, since: i64, reading: &Reading) -> Result<(), String> {
+        let (Some(recall), Some(scope)) = (self.recall, &self.scope) else {
+            return Ok(());
+        };
+        let nodes = reading.records.nodes.as_ref();
+        for pod in recall(None, key, since) {
+            if scope.contains(&pod.namespace) {
+                continue;
+            }
+            let gone = match pod.fate {
+                Fate::Running => false,
+                _ => fence::gone(&pod, reading.taken_at, nodes).is_ok(),
+            };
+            if !gone {
+                return Err(format!(
+                    "pod {} of namespace {} answers to its hostname and may run",
+                    crate::text::escape(&pod.name),
+                    crate::text::escape(&pod.namespace)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Who could have written a lock that the listing does not show a
+/// writer of.
+struct Writer<'a> {
+    /// The lock's hostname, as looked up ([`host_key`]).
+    key: &'a str,
+    /// The lock's time.
+    since: i64,
+    /// The pods the pod watch saw in scope that could have written it.
+    recalled: &'a [Incarnation],
+    /// Why the listed pods of its hostname did not, if some are listed.
+    replaced: Option<String>,
+}
+
+/// What one listed pod's record says of a lock.
+enum Judged {
+    /// It wrote the lock, or could have, and its processes ended.
+    Dead(String),
+    /// It started after the lock: another pod wrote it.
+    Replaced(String),
+    /// It may hold the lock.
+    Unknown(String),
+}
+
+impl Inventory {
+    /// The answer for `shown`, whose writer `reading` does not list (or
+    /// lists only pods started since, `replaced` says why), about a lock
+    /// first seen at `observed`: absence speaks only where the reading has
+    /// the authority to say a pod is gone:
     ///
-    /// 1. it lists some host the regex covers (in its scope): an answer
-    ///    that sees none of them is what a wrong namespace or missing
-    ///    permissions give; or, read from the Kubernetes API (which refuses
-    ///    a listing it does not allow), lockwarden saw this very pod end
-    ///    there before the reading (Succeeded, Failed, or deleted with
-    ///    every container stopped: [`super::pod_watch`]);
-    /// 2. it misses no namespace it could hold the pod in;
-    /// 3. it began after lockwarden first saw the lock, whose writer
-    ///    existed before the lock did.
+    /// 1. it misses no namespace it could hold the pod in;
+    /// 2. it began after lockwarden first saw the lock, whose writer
+    ///    existed before the lock did;
+    /// 3. each pod the pod watch saw in scope that could have written the
+    ///    lock (`writer.recalled`) is gone by [`fence::gone`]; or, where it
+    ///    saw none, the reading lists some host the regex covers (in its
+    ///    scope: an answer that sees none of them is what a wrong namespace
+    ///    or missing permissions give), no pod it saw elsewhere may have
+    ///    written it ([`Inventory::elsewhere`]) and [`fence::unseen`] holds.
     fn absent(
         &self,
-        hostname: &str,
         shown: &str,
         reading: &Reading,
         observed: Option<i64>,
+        writer: Writer,
     ) -> Liveness {
-        let seen_before = || {
-            self.sighted
-                .is_some_and(|seen| seen(self.scope.as_deref(), hostname, reading.taken_at))
-        };
-        if !reading.covers_any && !seen_before() {
+        if let Some(blind) = self.blind_spots() {
+            return Liveness::Unknown(format!("pod {shown} is not in the inventory, but {blind}"));
+        }
+        if !observed.is_some_and(|observed| observed < reading.taken_at) {
+            return Liveness::Unknown(format!(
+                "pod {shown} is not in the inventory, but the inventory was taken at {}, \
+                 before lockwarden saw this lock, so its absence proves nothing",
+                format_rfc3339(reading.taken_at)
+            ));
+        }
+        let nodes = reading.records.nodes.as_ref();
+        if !writer.recalled.is_empty() {
+            let gone: Result<Vec<String>, String> = (writer.recalled.iter())
+                .map(|pod| fence::gone(pod, reading.taken_at, nodes))
+                .collect();
+            return match gone {
+                Ok(why) => Liveness::Dead(why.join("; ")),
+                Err(why) => Liveness::Unknown(why),
+            };
+        }
+        if !reading.covers_any {
             return Liveness::Unknown(format!(
                 "pod {shown} is not in the inventory, but the inventory lists no host matching \
                  {}{} at all (wrong namespace or missing permissions?), and lockwarden has not \
@@ -301,49 +401,87 @@ impl Inventory {
                 self.scope_shown()
             ));
         }
-        if let Some(blind) = self.blind_spots() {
-            return Liveness::Unknown(format!("pod {shown} is not in the inventory, but {blind}"));
+        let elsewhere = self.elsewhere(writer.key, writer.since, reading);
+        if let Err(why) = elsewhere.and_then(|()| fence::unseen(nodes)) {
+            return Liveness::Unknown(format!("pod {shown} is not in the inventory, but {why}"));
         }
-        match observed {
-            Some(observed) if observed < reading.taken_at => {
-                Liveness::Dead(format!("pod {shown} no longer exists"))
-            }
-            _ => Liveness::Unknown(format!(
-                "pod {shown} is not in the inventory, but the inventory was taken at {}, \
-                 before lockwarden saw this lock, so its absence proves nothing",
-                format_rfc3339(reading.taken_at)
-            )),
-        }
+        Liveness::Dead(match writer.replaced {
+            Some(why) => format!("{why}; the pod that wrote it no longer exists"),
+            None => format!("pod {shown} no longer exists"),
+        })
     }
 }
 
 /// What one pod's record says about a lock written at `since`.
-fn judge(record: &HostRecord, shown: &str, since: i64) -> Liveness {
+fn judge(record: &HostRecord, shown: &str, since: i64) -> Judged {
     if matches!(record.state.as_str(), "succeeded" | "failed") {
-        return Liveness::Dead(format!("pod {shown} has {}", record.state));
+        return Judged::Dead(format!("pod {shown} has {}", record.state));
     }
-    let after = |started: i64| started > since.saturating_add(START_TOLERANCE);
+    let after = |started: i64| started > since.saturating_add(CLOCKS);
     if let Some(started) = record.started.filter(|s| after(*s)) {
-        return Liveness::Dead(format!(
+        return Judged::Replaced(format!(
             "pod {shown} started at {}, after the lock was written",
             format_rfc3339(started)
         ));
     }
     if let Some(started) = record.containers_started.filter(|s| after(*s)) {
-        return Liveness::Dead(format!(
+        return Judged::Dead(format!(
             "every container of pod {shown} that could hold the lock restarted since it was written (the earliest at {})",
             format_rfc3339(started)
         ));
     }
-    Liveness::Unknown(format!(
+    Judged::Unknown(format!(
         "pod {shown} is {}, but whether the process that wrote the lock runs is unknown",
         record.state
     ))
 }
 
 /// Whether `record` answers in an inventory scoped to `scope`.
-fn in_scope(record: &HostRecord, scope: Option<&str>) -> bool {
-    scope.is_none_or(|ns| record.namespace.as_deref() == Some(ns))
+fn in_scope(record: &HostRecord, scope: Option<&[String]>) -> bool {
+    scope.is_none_or(|scope| (record.namespace.as_ref()).is_some_and(|ns| scope.contains(ns)))
+}
+
+/// The pods of each of `namespaces` (one listing each, shared as every
+/// listing is), as one reading: taken when the earliest began, so that
+/// rule 3 holds for each; the nodes of the last.
+fn read_namespaces(
+    kubernetes: &Connection,
+    namespaces: &[String],
+    not_before: i64,
+    timeout: Duration,
+) -> Result<(Records, i64), String> {
+    let mut readings = Vec::with_capacity(namespaces.len());
+    for namespace in namespaces {
+        readings.push(shared_pods::read_after(
+            kubernetes,
+            Some(namespace),
+            not_before,
+            timeout,
+        )?);
+    }
+    if let [(records, taken_at)] = readings.as_slice() {
+        return Ok((records.clone(), *taken_at));
+    }
+    let mut merged = Hosts::default();
+    let mut taken_at = i64::MAX;
+    for ((records, began), namespace) in readings.into_iter().zip(namespaces) {
+        taken_at = taken_at.min(began);
+        for (host, answering) in &records.records {
+            let ours = answering
+                .iter()
+                .filter(|r| r.namespace.as_ref() == Some(namespace));
+            merged
+                .records
+                .entry(host.clone())
+                .or_default()
+                .extend(ours.cloned());
+        }
+        if let Some(why) = records.failed.get(namespace) {
+            merged.failed.insert(namespace.clone(), why.clone());
+        }
+        merged.nodes = records.nodes.clone();
+    }
+    Ok((Arc::new(merged), taken_at))
 }
 
 /// `failed` as a message says it: the first few namespaces, escaped, with
@@ -363,7 +501,20 @@ fn unlisted(failed: &BTreeMap<String, String>) -> String {
 }
 
 impl Reading {
-    fn new(records: Records, taken_at: i64, hosts: &Regex, scope: Option<&str>) -> Reading {
+    /// The pods answering to `key` (in `scope` when given), each once.
+    fn listed(&self, key: &str, scope: Option<&[String]>) -> Vec<&HostRecord> {
+        let mut listed: Vec<&HostRecord> = Vec::new();
+        let answering = self.records.records.get(key).into_iter().flatten();
+        for record in answering.filter(|r| in_scope(r, scope)) {
+            let same = |r: &&HostRecord| r.uid.is_some() && r.uid == record.uid;
+            if !listed.iter().any(same) {
+                listed.push(record);
+            }
+        }
+        listed
+    }
+
+    fn new(records: Records, taken_at: i64, hosts: &Regex, scope: Option<&[String]>) -> Reading {
         let covers_any = records.records.iter().any(|(name, answering)| {
             hosts.is_match(name) && answering.iter().any(|r| in_scope(r, scope))
         });
@@ -381,6 +532,7 @@ fn parsed((text, taken_at): (String, i64)) -> Result<(Records, i64), String> {
     let hosts = Hosts {
         records,
         failed: BTreeMap::new(),
+        nodes: None,
     };
     Ok((Arc::new(hosts), taken_at))
 }
@@ -456,6 +608,7 @@ impl Source for ObservedInventory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::nodes::Nodes;
     use crate::evidence::pod_list::{kubelet_hostname, pods};
     use crate::time::parse_rfc3339;
 
@@ -796,32 +949,65 @@ mod tests {
         assert_eq!(kind(&inv.host("backup-live", since, seen)), "dead");
     }
 
+    const S: i64 = 1_000_000_000;
+
+    /// A pod the pod watch saw in namespace c: made an hour before the
+    /// lock, on node-1.
+    fn seen(name: &str, uid: &str, fate: Fate) -> Incarnation {
+        let since = parse_rfc3339(LOCK).expect("time");
+        Incarnation {
+            uid: uid.into(),
+            namespace: "c".into(),
+            name: name.into(),
+            node: Some("node-1".into()),
+            created: Some(since - 60 * MINUTE),
+            grace: 30 * S,
+            fate,
+        }
+    }
+
+    /// What the pod watch saw: backup-gone ended before the reading;
+    /// backup-cut vanished while it ran, from node-1; web-0 ended, then a
+    /// pod of that name made after the lock's time vanished.
+    fn recall(scope: Option<&[String]>, hostname: &str, since: i64) -> Vec<Incarnation> {
+        let lock = parse_rfc3339(LOCK).expect("time");
+        let scope = scope.and_then(|s| s.first()).map(String::as_str);
+        let pods = match (scope, hostname) {
+            (Some("c"), "backup-gone") => vec![seen(hostname, "g", Fate::Ended(lock + MINUTE))],
+            (Some("c"), "backup-cut") => vec![seen(hostname, "x", Fate::Vanished(lock + MINUTE))],
+            (Some("c"), "backup-web-0") => {
+                let later = Incarnation {
+                    created: Some(lock + 3 * MINUTE),
+                    ..seen(hostname, "w2", Fate::Vanished(lock + 4 * MINUTE))
+                };
+                vec![seen(hostname, "w1", Fate::Ended(lock + 2 * MINUTE)), later]
+            }
+            _ => vec![],
+        };
+        pods.into_iter()
+            .filter(|p| p.could_have_written(since))
+            .collect()
+    }
+
+    /// Tenants c's reading at LOCK + 10 minutes, with `nodes`.
+    fn c_reading(nodes: Option<Result<Nodes, String>>, failed: &[&str]) -> Inventory {
+        let since = parse_rfc3339(LOCK).expect("time");
+        let mut hosts = tenants(failed);
+        hosts.nodes = nodes;
+        let regex = Regex::new("^backup-").expect("regex");
+        Inventory::from_pods(hosts, regex, since + 10 * MINUTE, Some("c")).with_recall(recall)
+    }
+
     #[test]
     fn a_pod_seen_before_speaks_where_no_pod_of_its_pattern_is_left() {
         let since = parse_rfc3339(LOCK).expect("time");
-        let regex = Regex::new("^backup-").expect("regex");
         let taken_at = since + 10 * MINUTE;
         let seen = Some(since + MINUTE);
-        // What the pod watch saw: backup-gone in namespace c, before this
-        // reading; backup-late in c only after it began.
-        let sighted: Sighted = |scope, hostname, before| {
-            let since = parse_rfc3339(LOCK).expect("time");
-            match (scope, hostname) {
-                (Some("c"), "backup-gone") => since < before,
-                (Some("c"), "backup-late") => since + 11 * MINUTE < before,
-                _ => false,
-            }
-        };
-        let read = |scope: &str, failed: &[&str]| {
-            Inventory::from_pods(tenants(failed), regex.clone(), taken_at, Some(scope))
-                .with_sightings(sighted)
-        };
-        let c = read("c", &[]);
+        let c = c_reading(Some(Ok(Nodes::default())), &[]);
         assert_eq!(c.problem(), None, "between two jobs is no problem");
         assert_eq!(kind(&c.host("backup-gone", since, seen)), "dead");
         for (host, observed, why) in [
             ("backup-other", seen, "a pod never seen there"),
-            ("backup-late", seen, "seen only after the reading began"),
             (
                 "backup-gone",
                 Some(taken_at + MINUTE),
@@ -832,11 +1018,112 @@ mod tests {
             let answer = c.host(host, since, observed);
             assert_eq!(kind(&answer), "unknown", "{why}: {answer:?}");
         }
-        let blind = read("c", &["c"]);
+        let written_late = c.host("backup-gone", since + 5 * MINUTE, seen);
+        assert_eq!(
+            kind(&written_late),
+            "unknown",
+            "a lock dated after the pod ended is another pod's: {written_late:?}"
+        );
+        let blind = c_reading(Some(Ok(Nodes::default())), &["c"]);
         assert_eq!(kind(&blind.host("backup-gone", since, seen)), "unknown");
-        // The same reading from a file or a command has no sightings.
-        let plain = Inventory::from_pods(tenants(&[]), regex.clone(), taken_at, Some("c"));
+        // The same reading from a file or a command has no pods seen.
+        let regex = Regex::new("^backup-").expect("regex");
+        let plain = Inventory::from_pods(tenants(&[]), regex, taken_at, Some("c"));
         assert!(plain.problem().is_some());
         assert_eq!(kind(&plain.host("backup-gone", since, seen)), "unknown");
+    }
+
+    #[test]
+    fn a_pod_that_vanished_while_it_ran_is_dead_only_once_its_node_is_fenced() {
+        let since = parse_rfc3339(LOCK).expect("time");
+        let seen = Some(since + MINUTE);
+        let vanished = since + MINUTE;
+        let reported = |at: i64| Some(Ok(Nodes::of(&[("node-1", true, Some(at))])));
+        let rows = [
+            ("node gone", Some(Ok(Nodes::default())), "dead"),
+            (
+                "reported after the grace",
+                reported(vanished + 40 * S),
+                "dead",
+            ),
+            (
+                "reported within the grace",
+                reported(vanished + 20 * S),
+                "unknown",
+            ),
+            ("not reported since", reported(vanished - S), "unknown"),
+            ("nodes unreadable", Some(Err("forbidden".into())), "unknown"),
+        ];
+        for (what, nodes, want) in rows {
+            let answer = c_reading(nodes, &[]).host("backup-cut", since, seen);
+            assert_eq!(kind(&answer), want, "{what}: {answer:?}");
+        }
+    }
+
+    #[test]
+    fn an_earlier_incarnations_end_says_nothing_of_a_later_ones_lock() {
+        let lock = parse_rfc3339(LOCK).expect("time");
+        let seen = Some(lock + 5 * MINUTE);
+        let c = c_reading(Some(Ok(Nodes::of(&[("node-1", true, Some(lock))]))), &[]);
+        // The first pod of the name wrote a lock and ended.
+        assert_eq!(kind(&c.host("backup-web-0", lock, seen)), "dead");
+        // The second, made after it ended, wrote one and was force-deleted
+        // from a node that has not reported since.
+        let later = c.host("backup-web-0", lock + 3 * MINUTE + S, seen);
+        assert_eq!(kind(&later), "unknown", "{later:?}");
+    }
+
+    #[test]
+    fn a_writer_never_seen_is_gone_only_when_every_node_is_ready() {
+        let since = parse_rfc3339(LOCK).expect("time");
+        let seen = Some(since + MINUTE);
+        let regex = Regex::new("^backup-").expect("regex");
+        let read = |nodes: Option<Result<Nodes, String>>| {
+            let mut hosts = tenants(&[]);
+            hosts.nodes = nodes;
+            Inventory::from_pods(hosts, regex.clone(), since + 10 * MINUTE, Some("b"))
+        };
+        let ready = read(Some(Ok(Nodes::of(&[("n1", true, None)]))));
+        assert_eq!(kind(&ready.host("backup-gone", since, seen)), "dead");
+        let cut = read(Some(Ok(Nodes::of(&[
+            ("n1", true, None),
+            ("n2", false, None),
+        ]))));
+        let answer = cut.host("backup-gone", since, seen);
+        assert_eq!(kind(&answer), "unknown", "{answer:?}");
+        assert!(format!("{answer:?}").contains("node n2 is not Ready"));
+        let node_name = ready_with("backup-node-7", &regex, since);
+        let answer = node_name.host("backup-node-7", since, seen);
+        assert_eq!(kind(&answer), "unknown", "a node's name: {answer:?}");
+    }
+
+    /// A reading of tenant b where `node` is a node's name.
+    fn ready_with(node: &str, regex: &Regex, since: i64) -> Inventory {
+        let mut hosts = tenants(&[]);
+        hosts.nodes = Some(Ok(Nodes::of(&[(node, true, None)])));
+        Inventory::from_pods(hosts, regex.clone(), since + 10 * MINUTE, Some("b"))
+    }
+
+    #[test]
+    fn a_pod_answers_to_its_fully_qualified_name() {
+        let since = parse_rfc3339(LOCK).expect("time");
+        let p = pod(
+            "a",
+            "backup-x",
+            serde_json::json!({"hostname": "restic", "subdomain": "backups",
+                               "setHostnameAsFQDN": true}),
+            serde_json::json!({}),
+        );
+        let answer = verdict_of(p, "restic.backups.a.svc.cluster.local", since);
+        assert_eq!(kind(&answer), "unknown", "the running pod: {answer:?}");
+    }
+
+    /// What the inventory says of pod `p`, alone in it, for `host`'s lock
+    /// written at `since`.
+    fn verdict_of(p: serde_json::Value, host: &str, since: i64) -> Liveness {
+        let text = serde_json::json!({"items": [p]}).to_string();
+        let inv =
+            Inventory::from_json(&text, Regex::new(".*").expect("regex"), since + 10 * MINUTE);
+        inv.host(host, since, Some(since + MINUTE))
     }
 }

@@ -2,8 +2,11 @@
 //! log. Policies see none of the machine except through these.
 
 pub mod compose;
+mod fence;
+pub(crate) mod incarnations;
 pub(crate) mod inventory;
 mod live;
+pub(crate) mod nodes;
 mod options;
 pub(crate) mod pod_list;
 pub mod pod_watch;

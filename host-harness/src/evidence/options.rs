@@ -66,7 +66,7 @@ impl EvidenceOptions {
         let source = match (&self.hosts_file, &self.hosts_command, self.hosts_kubernetes) {
             (Some(file), None, false) => Some(InventorySource::File(file.clone())),
             (None, Some(command), false) => Some(InventorySource::Command(command.clone())),
-            (None, None, true) => Some(InventorySource::Kubernetes { namespace: None }),
+            (None, None, true) => Some(InventorySource::Kubernetes { namespaces: None }),
             (None, None, false) => None,
             _ => return Err(EvidenceError::TwoInventories),
         };

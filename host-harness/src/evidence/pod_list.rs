@@ -26,6 +26,9 @@ pub struct HostRecord {
     pub containers_started: Option<i64>,
     /// The pod's namespace (`None` in a plain list).
     pub namespace: Option<String>,
+    /// The pod's uid (`None` in a plain list): one pod, not another of the
+    /// same name.
+    pub uid: Option<String>,
 }
 
 /// The hosts of one reading by hostname, and the namespaces whose pods
@@ -36,6 +39,9 @@ pub struct Hosts {
     pub records: HashMap<String, Vec<HostRecord>>,
     /// Namespace -> why its pods are missing.
     pub failed: BTreeMap<String, String>,
+    /// The nodes listed with the pods of the Kubernetes API, or why they
+    /// could not be (`None` for a file's or a command's inventory).
+    pub nodes: Option<Result<super::nodes::Nodes, String>>,
 }
 
 #[derive(Deserialize)]
@@ -55,17 +61,24 @@ struct Pod {
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct PodMetadata {
     name: String,
     namespace: Option<String>,
     #[serde(default)]
     uid: String,
+    creation_timestamp: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct PodSpec {
     hostname: Option<String>,
+    subdomain: Option<String>,
+    #[serde(default, rename = "setHostnameAsFQDN")]
+    set_hostname_as_fqdn: Option<bool>,
+    node_name: Option<String>,
+    termination_grace_period_seconds: Option<i64>,
     #[serde(default)]
     containers: Vec<SpecContainer>,
     #[serde(default)]
@@ -185,8 +198,10 @@ pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, PodListErro
                     started: time("started", host.started.as_deref())?,
                     containers_started: None,
                     namespace: None,
+                    uid: None,
                 };
-                hosts.entry(host.name).or_default().push(record);
+                let key = host_key(&host.name).to_owned();
+                hosts.entry(key).or_default().push(record);
             }
         }
     }
@@ -201,58 +216,86 @@ pub fn pods(items: Vec<Value>, failed: BTreeMap<String, String>) -> Result<Hosts
         let pod: Pod = serde_json::from_value(item).map_err(PodListError::Pod)?;
         pod.add_to(&mut records)?;
     }
-    Ok(Hosts { records, failed })
+    Ok(Hosts {
+        records,
+        failed,
+        nodes: None,
+    })
 }
 
-/// A pod as the pod watch follows it: what tells that it ended.
+/// A pod as the pod watch follows it: who it is, where it runs, and what
+/// tells that it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodState {
     /// Its uid (one pod of a name, not another of the same name).
     pub uid: String,
     /// Its namespace.
     pub namespace: String,
-    /// The hostnames it answers to ([`Pod::add_to`]).
+    /// Its name.
+    pub name: String,
+    /// Every hostname restic in it could have had ([`host_key`] of each):
+    /// its name, the name or `spec.hostname` cut by kubelet, and the fully
+    /// qualified name under `setHostnameAsFQDN`.
     pub hostnames: Vec<String>,
+    /// The node it was bound to, if any.
+    pub node: Option<String>,
+    /// When the API server made it (ns since the epoch, the server's
+    /// clock), if it says.
+    pub created: Option<i64>,
+    /// How long its containers may take to stop once told to (ns): its
+    /// `terminationGracePeriodSeconds`, 30 s when not given.
+    pub grace: i64,
     /// Whether it Succeeded or Failed.
     pub terminal: bool,
     /// Its containers' restarts, all kinds together.
     pub restarts: u64,
-    /// Whether none of its containers runs or waits: each status says
-    /// terminated (or there is none: it never ran). A pod deleted so has
-    /// ended; one force-deleted while its containers ran (a node cut off)
-    /// may still run restic there.
+    /// Whether it can run nothing any more: Succeeded or Failed, never
+    /// bound to a node (so never ran), or every container the spec runs
+    /// for the pod's life has a status and each status says terminated.
+    /// A pod bound to a node without statuses (the kubelet never reported,
+    /// or the status was lost) may run: it did not stop.
     pub stopped: bool,
-    /// The one hostname restic in it could have had, when that is its
-    /// name alone: no `spec.hostname`, and not cut by kubelet (at most 63
-    /// bytes). Only such a pod's end can be told of its locks: another
-    /// pod, elsewhere, could have a hostname cut or set to the same.
-    pub own_hostname: Option<String>,
 }
+
+/// The default `terminationGracePeriodSeconds`.
+const DEFAULT_GRACE_SECONDS: i64 = 30;
 
 /// `item`, a pod of the API, as the pod watch follows it. (The message is a
 /// [`PodListError::Pod`]'s; the pod watch keeps it as text.)
 pub fn pod_state(item: Value) -> Result<PodState, String> {
     let pod: Pod = serde_json::from_value(item).map_err(|e| PodListError::Pod(e).to_string())?;
     let status = &pod.status;
-    let restarts = (status.container_statuses.iter())
-        .chain(&status.init_container_statuses)
-        .chain(&status.ephemeral_container_statuses)
+    let statuses = || {
+        (status.container_statuses.iter())
+            .chain(&status.init_container_statuses)
+            .chain(&status.ephemeral_container_statuses)
+    };
+    let restarts = statuses()
         .map(|c| c.restart_count)
         .fold(0u64, u64::saturating_add);
-    let phase = status.phase.as_deref().unwrap_or("");
-    let stopped = (status.container_statuses.iter())
-        .chain(&status.init_container_statuses)
-        .chain(&status.ephemeral_container_statuses)
-        .all(|c| c.state.running.is_none() && c.state.terminated.is_some());
-    let name = &pod.metadata.name;
-    let own_hostname = (pod.spec.hostname.is_none() && name.len() <= 63).then(|| name.clone());
+    let terminal = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));
+    let all_terminated = statuses().next().is_some()
+        && statuses().all(|c| c.state.running.is_none() && c.state.terminated.is_some())
+        && pod.every_status_given();
+    let node = pod.spec.node_name.clone().filter(|n| !n.is_empty());
+    let grace = (pod.spec.termination_grace_period_seconds)
+        .unwrap_or(DEFAULT_GRACE_SECONDS)
+        .clamp(0, 365 * 24 * 3600);
+    let created = time(
+        "metadata.creationTimestamp",
+        pod.metadata.creation_timestamp.as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
     Ok(PodState {
-        stopped,
-        own_hostname,
+        stopped: terminal || node.is_none() || all_terminated,
         hostnames: pod.hostnames(),
-        terminal: matches!(phase, "Succeeded" | "Failed"),
+        node,
+        created,
+        grace: grace * 1_000_000_000,
+        terminal,
         restarts,
-        uid: pod.metadata.uid,
+        uid: pod.metadata.uid.clone(),
+        name: pod.metadata.name.clone(),
         namespace: pod.metadata.namespace.unwrap_or_default(),
     })
 }
@@ -266,9 +309,8 @@ enum Kind {
 }
 
 impl Pod {
-    /// Adds this pod's record to `hosts`, under the hostname restic saw:
-    /// spec.hostname or the pod's name, cut by kubelet to 63 bytes without
-    /// a trailing - or . ; the pod's own name answers too.
+    /// Adds this pod's record to `hosts`, under every hostname restic in
+    /// it could have ([`Pod::hostnames`]).
     fn add_to(&self, hosts: &mut HashMap<String, Vec<HostRecord>>) -> Result<(), PodListError> {
         let record = self.record()?;
         for name in self.hostnames() {
@@ -278,13 +320,27 @@ impl Pod {
     }
 
     /// Its name, and the hostname restic saw: spec.hostname or the name,
-    /// cut by kubelet to 63 bytes without a trailing - or . (once, when
-    /// they are the same).
+    /// cut by kubelet to 63 bytes without a trailing - or . ; under
+    /// `setHostnameAsFQDN` with a subdomain, that hostname qualified
+    /// (`host.subdomain.namespace.svc`, the [`host_key`] of the name with
+    /// the cluster's domain). Each as its [`host_key`], once.
     fn hostnames(&self) -> Vec<String> {
         let hostname = self.spec.hostname.as_deref().unwrap_or(&self.metadata.name);
-        let mut names = vec![self.metadata.name.clone(), kubelet_hostname(hostname)];
-        names.dedup();
-        names
+        let short = kubelet_hostname(hostname);
+        let mut names = vec![self.metadata.name.clone(), short.clone()];
+        let subdomain = self.spec.subdomain.as_deref().filter(|s| !s.is_empty());
+        if let (Some(true), Some(subdomain)) = (self.spec.set_hostname_as_fqdn, subdomain) {
+            let namespace = self.metadata.namespace.as_deref().unwrap_or("default");
+            names.push(format!("{short}.{subdomain}.{namespace}.svc"));
+        }
+        let mut keys: Vec<String> = Vec::new();
+        for name in names {
+            let key = host_key(&name).to_owned();
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        keys
     }
 
     /// What the inventory knows of this pod.
@@ -299,6 +355,7 @@ impl Pod {
             started: time("status.startTime", self.status.start_time.as_deref())?,
             containers_started: self.containers_started()?,
             namespace: self.metadata.namespace.clone(),
+            uid: Some(self.metadata.uid.clone()).filter(|u| !u.is_empty()),
         })
     }
 
@@ -381,6 +438,17 @@ impl Pod {
                 .ephemeral_containers
                 .iter()
                 .all(|c| has(&status.ephemeral_container_statuses, &c.name))
+    }
+}
+
+/// The name under which a lock's `hostname` is looked up: the hostname
+/// itself, or for a fully qualified one of a pod (`host.subdomain.ns.svc.`
+/// and the cluster's domain, which lockwarden does not know) its part up to
+/// `.svc`, as [`Pod::hostnames`] gives it.
+pub fn host_key(hostname: &str) -> &str {
+    match hostname.find(".svc.") {
+        Some(at) => &hostname[..at + ".svc".len()],
+        None => hostname,
     }
 }
 

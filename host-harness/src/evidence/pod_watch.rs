@@ -4,11 +4,13 @@
 //! has expired (410 Gone), with a growing pause after each failure (a
 //! watch that ends at once having brought nothing counts as one).
 //!
-//! A pod seen to end for sure (Succeeded or Failed, or deleted with every
-//! container stopped) is remembered ([`super::shared_pods::saw`]), which
-//! gives a later listing's silence about it authority
-//! ([`super::inventory`]); a pod force-deleted while its containers ran
-//! is not: restic may still run on a node cut off from the API. A pod's *end* is told to the caller: deleted,
+//! Each pod seen is remembered by uid with its fate
+//! ([`super::shared_pods::observe`]): running, ended for sure (Succeeded
+//! or Failed, or deleted or gone with every container stopped), or
+//! vanished while it may have run (deleted or gone otherwise: restic may
+//! still run on a node cut off from the API), which gives a later
+//! listing's silence about it the authority [`super::fence`] says. A
+//! pod's *end* is told to the caller: deleted,
 //! Succeeded or Failed, a container restarted, or gone from a new list
 //! after the watch was away. What to do about it (check at once the
 //! repositories whose locks it may hold, after [`outdate_listings`]) is
@@ -22,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::incarnations::Fate;
 use super::pod_list::{PodState, pod_state};
 use super::shared_pods;
 use crate::kubernetes::Kubernetes;
@@ -149,10 +152,12 @@ impl Follower {
         let mut pods = HashMap::new();
         for item in listing.items {
             let pod = pod_state(item)?;
+            shared_pods::observe(&pod, seen(&pod));
             pods.insert(pod.uid.clone(), pod);
         }
         for (uid, pod) in &self.pods {
             if !pods.contains_key(uid) && !listing.failed.contains_key(&pod.namespace) {
+                shared_pods::observe(pod, gone(pod));
                 ended(pod, End::Unlisted);
             }
         }
@@ -212,9 +217,7 @@ impl Follower {
             "ADDED" | "MODIFIED" => self.changed(pod_state(object)?, ended),
             "DELETED" => {
                 let pod = pod_state(object)?;
-                if pod.stopped {
-                    shared_pods::saw(sighting(&pod), now());
-                }
+                shared_pods::observe(&pod, gone(&pod));
                 self.pods.remove(&pod.uid);
                 ended(&pod, End::Deleted);
             }
@@ -251,10 +254,8 @@ impl Follower {
             None if pod.terminal => Some(End::Finished),
             _ => None,
         };
+        shared_pods::observe(&pod, seen(&pod));
         if let Some(end) = end {
-            if end == End::Finished {
-                shared_pods::saw(sighting(&pod), now());
-            }
             ended(&pod, end);
         }
         self.pods.insert(pod.uid.clone(), pod);
@@ -269,9 +270,24 @@ pub fn outdate_listings(namespace: &str) {
     shared_pods::ended(namespace, now());
 }
 
-/// The (namespace, hostname) of `pod`, when it has a hostname of its own.
-fn sighting(pod: &PodState) -> Option<(&str, &str)> {
-    Some((pod.namespace.as_str(), pod.own_hostname.as_deref()?))
+/// The fate of `pod` as it is now listed or changed: ended once it
+/// Succeeded or Failed.
+fn seen(pod: &PodState) -> Fate {
+    if pod.terminal {
+        Fate::Ended(now())
+    } else {
+        Fate::Running
+    }
+}
+
+/// The fate of `pod`, deleted or gone from a list as it was last seen:
+/// ended if it could run nothing, vanished otherwise.
+fn gone(pod: &PodState) -> Fate {
+    if pod.stopped {
+        Fate::Ended(now())
+    } else {
+        Fate::Vanished(now())
+    }
 }
 
 #[cfg(test)]
@@ -283,6 +299,7 @@ mod tests {
         json!({
             "metadata": {"name": format!("backup-{uid}"), "namespace": "a", "uid": uid,
                          "resourceVersion": format!("{restarts}{uid}")},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "restic"}]},
             "status": {"phase": phase, "containerStatuses": [
                 {"name": "restic", "restartCount": restarts, "state": {"running": {}}}]}
         })
@@ -320,6 +337,7 @@ mod tests {
                 ("MODIFIED", pod("1", "Failed", 0)),
                 ("MODIFIED", pod("1", "Failed", 0)),
                 ("ADDED", pod("3", "Succeeded", 0)),
+                ("ADDED", pod("4", "Running", 0)),
                 ("DELETED", pod("2", "Running", 1)),
                 ("BOOKMARK", json!({"metadata": {"resourceVersion": "99"}})),
             ],
@@ -334,14 +352,13 @@ mod tests {
             ]
         );
         assert_eq!(follower.version.as_deref(), Some("99"));
+        let fate = |name: &str| shared_pods::recall(Some(&["a".to_owned()]), name, 0)[0].fate;
+        assert!(matches!(fate("backup-1"), Fate::Ended(_)), "Failed");
         assert!(
-            shared_pods::sighted(Some("a"), "backup-1", i64::MAX),
-            "Failed"
-        );
-        assert!(
-            !shared_pods::sighted(Some("a"), "backup-2", i64::MAX),
+            matches!(fate("backup-2"), Fate::Vanished(_)),
             "deleted while its container ran: not an end for sure"
         );
+        assert_eq!(fate("backup-4"), Fate::Running);
     }
 
     #[test]

@@ -15,18 +15,22 @@
 //! namespace, not of the cluster, and another namespace's pods (many,
 //! large, churning) cost its checks nothing.
 //!
-//! It also remembers which pods lockwarden saw, in which namespace and
-//! when (every listing's, and those the pod watch reports: [`saw`]), so
-//! that a later listing's silence about one of them can speak
-//! ([`sighted`], the inventory's absence rule).
+//! A listing of pods comes with a listing of the nodes, the fence of a pod
+//! that vanished while it may have run ([`super::nodes`]).
+//!
+//! It also keeps what the pod watch saw of each pod, by uid ([`observe`],
+//! [`super::incarnations`]), so that a later listing's silence about one
+//! of them can speak ([`recall`], the inventory's absence rule).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::pod_list::{Hosts, pods};
+use super::incarnations::{Fate, Incarnation, Incarnations};
+use super::nodes::Nodes;
+use super::pod_list::{Hosts, PodState, pods};
 use crate::kubernetes::Connection;
-use crate::kubernetes::pods::list_pods;
+use crate::kubernetes::pods::{list_nodes, list_pods};
 use crate::time::now;
 
 /// Why a reading failed when another thread panicked while listing.
@@ -38,11 +42,6 @@ pub type Records = Arc<Hosts>;
 
 /// A listing: its records, or why there are none, and when it began.
 type Listing = (Result<Records, String>, i64);
-
-/// At most this many pods are remembered as seen; past it the oldest
-/// sightings are forgotten (a forgotten pod's absence proves nothing, as
-/// before it was seen).
-const SIGHTINGS: usize = 200_000;
 
 /// At most this many namespaces' latest ends are kept apart; past it they
 /// are forgotten and the latest end anywhere stands for each (outdating
@@ -57,9 +56,8 @@ const KEPT_FOR: i64 = 600 * 1_000_000_000;
 struct State {
     /// The listings by scope: a namespace's, or (`None`) every namespace's.
     listings: HashMap<Option<String>, Slot>,
-    /// (namespace, hostname) -> when lockwarden first saw a pod answering
-    /// to it (a listing's start, or a watch event's arrival).
-    seen: HashMap<(String, String), i64>,
+    /// What the pod watch saw of each pod.
+    incarnations: Incarnations,
     /// When a pod that may hold a lock last ended, by namespace ([`ended`]).
     ends: HashMap<String, i64>,
     /// The latest end in any namespace.
@@ -172,7 +170,10 @@ fn list(
     let records = list_pods(kubernetes, scope, timeout)
         .map_err(|e| e.to_string())
         .and_then(|listing| pods(listing.items, listing.failed).map_err(|e| e.to_string()))
-        .map(Arc::new);
+        .map(|mut hosts| {
+            hosts.nodes = Some(read_nodes(kubernetes, timeout));
+            Arc::new(hosts)
+        });
     let mut state = lock.lock().map_err(|_| POISONED.to_owned())?;
     state.forget_old(began);
     let slot = state.listings.entry(key).or_default();
@@ -201,59 +202,35 @@ fn record_end(state: &mut State, namespace: &str, at: i64) {
     }
 }
 
-/// Remembers that the pods (namespace, hostname) were seen to end at `at`
-/// (ns since the epoch, this host's clock), as the pod watch reports them.
-pub fn saw<'a>(pods: impl IntoIterator<Item = (&'a str, &'a str)>, at: i64) {
+/// The nodes, listed now (after the pods, so that a pod that vanished
+/// before the pods were listed vanished before the nodes were too), or why
+/// they could not be.
+fn read_nodes(kubernetes: &Connection, timeout: Duration) -> Result<Nodes, String> {
+    let listing = list_nodes(kubernetes, timeout).map_err(|e| e.to_string())?;
+    if let Some((_, why)) = listing.failed.first_key_value() {
+        return Err(format!("the nodes could not be listed whole: {why}"));
+    }
+    Nodes::from_items(listing.items).map_err(|e| e.to_string())
+}
+
+/// Records what became of `pod`, as the pod watch saw it.
+pub fn observe(pod: &PodState, fate: Fate) {
     let (lock, _) = shared();
     let mut state = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    remember(&mut state.seen, pods, at);
+    state.incarnations.observe(pod, fate);
 }
 
-/// Whether a pod answering to `hostname` (in namespace `scope`, when
-/// given) was seen before `before`: the inventory's [`super::inventory::Sighted`].
-pub fn sighted(scope: Option<&str>, hostname: &str, before: i64) -> bool {
+/// The pods the pod watch saw answering to `hostname` (in the namespaces
+/// `scope`, when given) that could have written a lock dated `since`: the
+/// inventory's [`super::inventory::Recall`].
+pub fn recall(scope: Option<&[String]>, hostname: &str, since: i64) -> Vec<Incarnation> {
     let (lock, _) = shared();
     let state = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    seen_before(&state.seen, scope, hostname, before)
-}
-
-fn remember<'a>(
-    seen: &mut HashMap<(String, String), i64>,
-    pods: impl IntoIterator<Item = (&'a str, &'a str)>,
-    at: i64,
-) {
-    for (namespace, hostname) in pods {
-        let key = (namespace.to_owned(), hostname.to_owned());
-        seen.entry(key).or_insert(at);
-    }
-    if seen.len() > SIGHTINGS {
-        let mut times: Vec<i64> = seen.values().copied().collect();
-        let cut = times.len() - SIGHTINGS / 2;
-        let (_, oldest_kept, _) = times.select_nth_unstable(cut);
-        let oldest_kept = *oldest_kept;
-        seen.retain(|_, first| *first >= oldest_kept);
-    }
-}
-
-fn seen_before(
-    seen: &HashMap<(String, String), i64>,
-    scope: Option<&str>,
-    hostname: &str,
-    before: i64,
-) -> bool {
-    match scope {
-        Some(namespace) => seen
-            .get(&(namespace.to_owned(), hostname.to_owned()))
-            .is_some_and(|first| *first < before),
-        None => seen
-            .iter()
-            .any(|((_, name), first)| name == hostname && *first < before),
-    }
+    state.incarnations.candidates(scope, hostname, since)
 }
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
     use std::sync::Arc;
 
     use super::{Listing, Slot, State};
@@ -352,42 +329,5 @@ mod tests {
         let mut kept: Vec<Option<String>> = state.listings.keys().cloned().collect();
         kept.sort();
         assert_eq!(kept, [None, Some("new".into()), Some("running".into())]);
-    }
-
-    #[test]
-    fn a_pod_counts_as_seen_only_before_the_reading_and_in_its_namespace() {
-        let mut seen = HashMap::new();
-        super::remember(&mut seen, [("team-a", "backup-x-1")], 100);
-        super::remember(&mut seen, [("team-a", "backup-x-1")], 200);
-        assert!(super::seen_before(&seen, Some("team-a"), "backup-x-1", 101));
-        assert!(
-            !super::seen_before(&seen, Some("team-a"), "backup-x-1", 100),
-            "seen by the reading itself, not before it"
-        );
-        assert!(!super::seen_before(
-            &seen,
-            Some("team-b"),
-            "backup-x-1",
-            500
-        ));
-        assert!(super::seen_before(&seen, None, "backup-x-1", 500));
-        assert!(!super::seen_before(&seen, None, "backup-y-1", 500));
-    }
-
-    #[test]
-    fn past_the_bound_the_oldest_sightings_are_forgotten() {
-        let mut seen = HashMap::new();
-        let names: Vec<String> = (0..=super::SIGHTINGS).map(|i| format!("p{i}")).collect();
-        for (i, name) in names.iter().enumerate() {
-            super::remember(&mut seen, [("ns", name.as_str())], i as i64);
-        }
-        assert!(seen.len() <= super::SIGHTINGS / 2 + 1, "{}", seen.len());
-        assert!(super::seen_before(
-            &seen,
-            Some("ns"),
-            &names[super::SIGHTINGS],
-            i64::MAX
-        ));
-        assert!(!super::seen_before(&seen, Some("ns"), "p0", i64::MAX));
     }
 }

@@ -34,3 +34,10 @@ pub fn list_pods(
     };
     kubernetes.client()?.list(timeout, &path)
 }
+
+/// Every node, now, through the client handed down, each request within
+/// `timeout`: the fence of a pod that vanished while it may have run
+/// ([`crate::evidence::inventory`]).
+pub fn list_nodes(kubernetes: &Connection, timeout: Duration) -> Result<Listing, KubeError> {
+    kubernetes.client()?.list(timeout, "/api/v1/nodes")
+}

@@ -18,10 +18,10 @@ pub struct Holders {
     by_repository: Mutex<HashMap<String, Covers>>,
 }
 
-/// One repository's pods: the namespace whose pods answer for its locks
+/// One repository's pods: the namespaces whose pods answer for its locks
 /// (`None`: every namespace's) and the hostnames its inventory covers.
 struct Covers {
-    scope: Option<String>,
+    scope: Option<Vec<String>>,
     hosts: Regex,
 }
 
@@ -31,9 +31,9 @@ impl Holders {
     pub fn record(&self, name: &str, inventory: Option<&(InventorySource, Regex)>) {
         let mut by_repository = self.lock();
         match inventory {
-            Some((InventorySource::Kubernetes { namespace }, hosts)) => {
+            Some((InventorySource::Kubernetes { namespaces }, hosts)) => {
                 let covers = Covers {
-                    scope: namespace.clone(),
+                    scope: namespaces.clone(),
                     hosts: hosts.clone(),
                 };
                 by_repository.insert(name.to_owned(), covers);
@@ -54,7 +54,7 @@ impl Holders {
     pub fn holding(&self, namespace: &str, hostnames: &[String]) -> Vec<String> {
         let by_repository = self.lock();
         let covers = |c: &Covers| {
-            c.scope.as_deref().is_none_or(|scope| scope == namespace)
+            (c.scope.as_ref()).is_none_or(|scope| scope.iter().any(|ns| ns == namespace))
                 && hostnames.iter().any(|name| c.hosts.is_match(name))
         };
         (by_repository.iter())
@@ -80,7 +80,7 @@ mod tests {
 
     fn scoped(namespace: &str) -> Option<(InventorySource, Regex)> {
         inventory(InventorySource::Kubernetes {
-            namespace: Some(namespace.to_owned()),
+            namespaces: Some(vec![namespace.to_owned()]),
         })
     }
 
@@ -102,7 +102,7 @@ mod tests {
             ended("a", "backup-1").is_empty(),
             "no longer the API's pods"
         );
-        let all = inventory(InventorySource::Kubernetes { namespace: None });
+        let all = inventory(InventorySource::Kubernetes { namespaces: None });
         holders.record("all", all.as_ref());
         assert_eq!(ended("z", "backup-2"), ["all"]);
     }

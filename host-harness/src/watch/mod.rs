@@ -123,13 +123,18 @@ fn follow_pods(
             if !names.is_empty() {
                 crate::evidence::pod_watch::outdate_listings(&pod.namespace);
             }
-            for name in &names {
+            if !names.is_empty() {
+                // Once a pod, whatever the repositories: a tenant's churn
+                // must not make a line for each of its namespace's.
                 tracing::info!(
-                    repository = %escape(name),
-                    "pod {}/{} ended ({end:?}): checking now",
+                    "pod {}/{} ended ({end:?}): checking now {} repositories",
                     escape(&pod.namespace),
-                    escape(pod.hostnames.first().map_or("", String::as_str))
+                    escape(&pod.name),
+                    names.len()
                 );
+            }
+            for name in &names {
+                tracing::debug!(repository = %escape(name), "checking now: a pod ended");
             }
             schedule.hurry(&names);
         });

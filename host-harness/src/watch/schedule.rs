@@ -644,7 +644,7 @@ mod tests {
     impl Counted {
         fn new(name: &str, left: u32, wait: Duration) -> Counted {
             let source = InventorySource::Kubernetes {
-                namespace: Some("ns".to_owned()),
+                namespaces: Some(vec!["ns".to_owned()]),
             };
             Counted {
                 name: name.to_owned(),

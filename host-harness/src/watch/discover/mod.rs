@@ -35,7 +35,7 @@ mod preview;
 mod settings;
 mod survey;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use regex::Regex;
@@ -89,6 +89,10 @@ pub struct Discovered {
     /// inventory speaks for (`None`: no pattern is known, and pods are no
     /// evidence).
     pub hosts: Option<Regex>,
+    /// The namespaces of every object that names its location, of any
+    /// operator and with any credentials, its own among them: restic runs
+    /// in each, so their pods answer for its locks ([`namers`]).
+    pub namers: std::collections::BTreeSet<String>,
     /// The Secrets its password and variables were read from.
     pub secrets: Vec<SecretUse>,
 }
@@ -196,17 +200,26 @@ impl Discovery {
     /// Schedules come first); the same location with other credentials is
     /// another repository, so that no object can hide another's.
     fn round(&self, view: &ClusterView<'_>) -> Vec<Round> {
-        self.operators
+        let mut rounds: Vec<Round> = self
+            .operators
             .iter()
-            .map(|&operator| {
-                let found = operator.find(view).map(|found| self.settle(found));
-                Round {
-                    operator,
-                    found,
-                    blind: view.take_blind(),
-                }
+            .map(|&operator| Round {
+                operator,
+                found: operator.find(view),
+                blind: view.take_blind(),
             })
-            .collect()
+            .collect();
+        let namers = namers(&rounds);
+        for round in &mut rounds {
+            if let Ok(found) = &mut round.found {
+                *found = self.settle(std::mem::take(found));
+                for d in found.iter_mut().flatten() {
+                    d.namers
+                        .extend(namers.get(&d.location).into_iter().flatten().cloned());
+                }
+            }
+        }
+        rounds
     }
 
     /// `found`, each repository once, with the inventory's hosts replaced
@@ -251,6 +264,22 @@ impl Discovery {
     }
 }
 
+/// The namespaces of the objects naming each location, in every
+/// operator's objects found (before duplicates are dropped or insecure
+/// ones refused: their jobs run restic on the repository all the same).
+fn namers(rounds: &[Round]) -> HashMap<String, BTreeSet<String>> {
+    let mut namers: HashMap<String, BTreeSet<String>> = HashMap::new();
+    let found = rounds
+        .iter()
+        .filter_map(|r| r.found.as_ref().ok())
+        .flatten();
+    for d in found.flatten() {
+        let namespaces = namers.entry(d.location.clone()).or_default();
+        namespaces.insert(d.owner.namespace.clone());
+    }
+    namers
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +299,7 @@ mod tests {
             variables: BTreeMap::new(),
             tls,
             hosts: None,
+            namers: [String::from("app")].into(),
             secrets: Vec::new(),
         }
     }

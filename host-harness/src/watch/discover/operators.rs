@@ -220,13 +220,14 @@ fn discovered(owner: Owner, parts: Result<Parts, Refusal>, secrets: Vec<SecretUs
         Err(e) => return Err(unusable(owner, e.to_string())),
     };
     Ok(Discovered {
-        owner,
         part: parts.part,
         location: parts.location,
         password: Password::new(parts.password.into_bytes()),
         variables: parts.variables,
         tls: parts.tls,
         hosts,
+        namers: [owner.namespace.clone()].into(),
+        owner,
         secrets,
     })
 }

@@ -218,11 +218,12 @@ impl Template {
                 timeout,
                 evidence: EvidenceConfig {
                     trust_local_pids: false,
-                    // The operator runs restic in its object's namespace:
-                    // only that namespace's pods answer for its locks.
+                    // The operators run restic in the namespaces of the
+                    // objects naming the repository: only their pods
+                    // answer for its locks.
                     inventory: found.hosts.map(|hosts| {
-                        let namespace = Some(found.owner.namespace.clone());
-                        (InventorySource::Kubernetes { namespace }, hosts)
+                        let namespaces = Some(found.namers.iter().cloned().collect());
+                        (InventorySource::Kubernetes { namespaces }, hosts)
                     }),
                     timeout: timeout.get(),
                 },
