@@ -1126,4 +1126,35 @@ mod tests {
             Inventory::from_json(&text, Regex::new(".*").expect("regex"), since + 10 * MINUTE);
         inv.host(host, since, Some(since + MINUTE))
     }
+
+    /// What the pod watch saw: in namespace z (outside c), a running
+    /// backup-shared; in c nothing.
+    fn recall_elsewhere(scope: Option<&[String]>, hostname: &str, _: i64) -> Vec<Incarnation> {
+        let z = Incarnation {
+            namespace: "z".into(),
+            ..seen(hostname, "z1", Fate::Running)
+        };
+        match (scope, hostname) {
+            (None, "backup-shared") => vec![z],
+            _ => vec![],
+        }
+    }
+
+    #[test]
+    fn a_pod_seen_elsewhere_that_may_run_keeps_the_lock() {
+        let since = parse_rfc3339(LOCK).expect("time");
+        let seen = Some(since + MINUTE);
+        let mut hosts = tenants(&[]);
+        hosts.nodes = Some(Ok(Nodes::default()));
+        let regex = Regex::new("^backup-").expect("regex");
+        let b = Inventory::from_pods(hosts, regex, since + 10 * MINUTE, Some("b"))
+            .with_recall(recall_elsewhere);
+        let answer = b.host("backup-shared", since, seen);
+        assert_eq!(kind(&answer), "unknown", "{answer:?}");
+        assert!(
+            format!("{answer:?}").contains("of namespace z"),
+            "{answer:?}"
+        );
+        assert_eq!(kind(&b.host("backup-gone", since, seen)), "dead");
+    }
 }

@@ -506,4 +506,55 @@ mod tests {
             "{pod}"
         );
     }
+
+    #[test]
+    fn a_pod_bound_to_a_node_without_statuses_did_not_stop() {
+        let state = |spec: Value, status: Value| {
+            let pod = serde_json::json!({"metadata": {"name": "p", "namespace": "a", "uid": "u"},
+                                         "spec": spec, "status": status});
+            pod_state(pod).expect("a pod")
+        };
+        let containers = serde_json::json!([{"name": "restic"}]);
+        let bound = serde_json::json!({"nodeName": "n", "containers": containers});
+        let terminated = serde_json::json!({"containerStatuses": [
+            {"name": "restic", "state": {"terminated": {"exitCode": 1}}}]});
+        let running = serde_json::json!({"containerStatuses": [
+            {"name": "restic", "state": {"running": {}}}]});
+        assert!(
+            !state(bound.clone(), serde_json::json!({})).stopped,
+            "no statuses"
+        );
+        assert!(state(bound.clone(), terminated).stopped);
+        assert!(!state(bound.clone(), running).stopped);
+        assert!(state(bound, serde_json::json!({"phase": "Failed"})).stopped);
+        let unbound = serde_json::json!({"containers": containers});
+        let never = state(unbound, serde_json::json!({}));
+        assert!(never.stopped, "never bound, never ran");
+        assert_eq!(never.node, None);
+        assert_eq!(never.grace, 30_000_000_000);
+    }
+
+    #[test]
+    fn a_pod_answers_to_every_hostname_restic_in_it_could_have() {
+        let long = format!("backup-{}", "x".repeat(70));
+        let pod = serde_json::json!({
+            "metadata": {"name": long, "namespace": "team", "uid": "u"},
+            "spec": {"hostname": "restic", "subdomain": "movers", "setHostnameAsFQDN": true}});
+        let state = pod_state(pod).expect("a pod");
+        assert_eq!(
+            state.hostnames,
+            [long.as_str(), "restic", "restic.movers.team.svc"]
+        );
+        assert_eq!(
+            host_key("restic.movers.team.svc.cluster.local"),
+            "restic.movers.team.svc"
+        );
+        assert_eq!(host_key("backup-x"), "backup-x");
+        let plain = serde_json::json!({"metadata": {"name": long, "uid": "v"}});
+        let cut = kubelet_hostname(&long);
+        assert_eq!(
+            pod_state(plain).expect("a pod").hostnames,
+            [long.clone(), cut]
+        );
+    }
 }

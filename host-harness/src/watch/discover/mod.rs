@@ -200,7 +200,7 @@ impl Discovery {
     /// Schedules come first); the same location with other credentials is
     /// another repository, so that no object can hide another's.
     fn round(&self, view: &ClusterView<'_>) -> Vec<Round> {
-        let mut rounds: Vec<Round> = self
+        let rounds: Vec<Round> = self
             .operators
             .iter()
             .map(|&operator| Round {
@@ -209,6 +209,13 @@ impl Discovery {
                 blind: view.take_blind(),
             })
             .collect();
+        self.settle_all(rounds)
+    }
+
+    /// Each of `rounds` with its repositories once ([`Discovery::settle`]),
+    /// each knowing the namespaces of every object of any round that names
+    /// its location ([`namers`]).
+    fn settle_all(&self, mut rounds: Vec<Round>) -> Vec<Round> {
         let namers = namers(&rounds);
         for round in &mut rounds {
             if let Ok(found) = &mut round.found {
@@ -359,5 +366,57 @@ mod tests {
         let settled = discovery(false).settle(found);
         let names: Vec<String> = settled.iter().flatten().map(Discovered::name).collect();
         assert_eq!(names, ["app/Repository/a", "app/Repository/b"]);
+    }
+
+    #[test]
+    fn a_location_named_from_several_namespaces_takes_the_pods_of_each() {
+        let in_ns = |ns: &str, name: &str, password: &str, location: &str| {
+            let mut d = discovered(name, Tls::Default);
+            d.owner.namespace = ns.into();
+            d.namers = [ns.to_owned()].into();
+            d.password = Password::new(password.to_owned());
+            if !location.is_empty() {
+                d.location = location.into();
+            }
+            Ok(d)
+        };
+        let stash = Round {
+            operator: Operator::Stash,
+            found: Ok(vec![
+                in_ns("team-a", "a", "pw", ""),
+                // The same repository and credentials: dropped as a
+                // duplicate, its namespace kept.
+                in_ns("team-b", "b", "pw", ""),
+                in_ns(
+                    "team-c",
+                    "c",
+                    "pw",
+                    "s3:https://minio.storage:9000/backups/other",
+                ),
+            ]),
+            blind: BTreeMap::new(),
+        };
+        let k8up = Round {
+            operator: Operator::K8up,
+            // Another operator, other credentials, the same location.
+            found: Ok(vec![in_ns("team-d", "d", "other", "")]),
+            blind: BTreeMap::new(),
+        };
+        let rounds = discovery(false).settle_all(vec![stash, k8up]);
+        let namers: Vec<(String, Vec<String>)> = (rounds.iter())
+            .filter_map(|r| r.found.as_ref().ok())
+            .flatten()
+            .flatten()
+            .map(|d| (d.name(), d.namers.iter().cloned().collect()))
+            .collect();
+        let abd = vec!["team-a".to_owned(), "team-b".into(), "team-d".into()];
+        assert_eq!(
+            namers,
+            [
+                ("team-a/Repository/a".to_owned(), abd.clone()),
+                ("team-c/Repository/c".to_owned(), vec!["team-c".to_owned()]),
+                ("team-d/Repository/d".to_owned(), abd),
+            ]
+        );
     }
 }
