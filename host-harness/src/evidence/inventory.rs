@@ -280,17 +280,15 @@ impl Inventory {
             .into_iter()
             .filter(|pod| !listed.iter().any(|r| r.uid.as_deref() == Some(&pod.uid)))
             .collect();
-        match (dead.first(), recalled.is_empty()) {
+        let verdict = match (dead.first(), recalled.is_empty()) {
             (Some(why), true) => Liveness::Dead(why.clone()),
-            _ => {
-                let writer = Writer {
-                    key,
-                    since,
-                    recalled: &recalled,
-                    replaced,
-                };
-                self.absent(&shown, reading, observed, writer)
-            }
+            _ => self.absent(&shown, reading, observed, &recalled, replaced),
+        };
+        match (&verdict, self.elsewhere(key, since, reading)) {
+            (Liveness::Dead(_), Err(why)) => Liveness::Unknown(format!(
+                "the pods that may hold {shown} here ended, but {why}"
+            )),
+            _ => verdict,
         }
     }
 }
@@ -298,10 +296,10 @@ impl Inventory {
 impl Inventory {
     /// Whether no pod outside the scope that the pod watch saw answering
     /// to `key` may have written a lock dated `since`: one that may run
-    /// there (running, or vanished from a node not fenced) keeps it, since
-    /// a repository can be named where lockwarden does not look (a
-    /// namespace it excludes, an object it refused). Only an end, never a
-    /// pod elsewhere, proves anything here.
+    /// there (running, or vanished from a node not fenced) keeps the lock
+    /// whatever the scope says, since a repository can be named where
+    /// lockwarden does not look (a namespace it excludes, an object it
+    /// refused). A pod elsewhere never proves a lock dead.
     fn elsewhere(&self, key: &str, since: i64, reading: &Reading) -> Result<(), String> {
         let (Some(recall), Some(scope)) = (self.recall, &self.scope) else {
             return Ok(());
@@ -327,19 +325,6 @@ impl Inventory {
     }
 }
 
-/// Who could have written a lock that the listing does not show a
-/// writer of.
-struct Writer<'a> {
-    /// The lock's hostname, as looked up ([`host_key`]).
-    key: &'a str,
-    /// The lock's time.
-    since: i64,
-    /// The pods the pod watch saw in scope that could have written it.
-    recalled: &'a [Incarnation],
-    /// Why the listed pods of its hostname did not, if some are listed.
-    replaced: Option<String>,
-}
-
 /// What one listed pod's record says of a lock.
 enum Judged {
     /// It wrote the lock, or could have, and its processes ended.
@@ -360,17 +345,17 @@ impl Inventory {
     /// 2. it began after lockwarden first saw the lock, whose writer
     ///    existed before the lock did;
     /// 3. each pod the pod watch saw in scope that could have written the
-    ///    lock (`writer.recalled`) is gone by [`fence::gone`]; or, where it
-    ///    saw none, the reading lists some host the regex covers (in its
-    ///    scope: an answer that sees none of them is what a wrong namespace
-    ///    or missing permissions give), no pod it saw elsewhere may have
-    ///    written it ([`Inventory::elsewhere`]) and [`fence::unseen`] holds.
+    ///    lock (`recalled`) is gone by [`fence::gone`]; or, where it saw
+    ///    none, the reading lists some host the regex covers (in its scope:
+    ///    an answer that sees none of them is what a wrong namespace or
+    ///    missing permissions give) and [`fence::unseen`] holds.
     fn absent(
         &self,
         shown: &str,
         reading: &Reading,
         observed: Option<i64>,
-        writer: Writer,
+        recalled: &[Incarnation],
+        replaced: Option<String>,
     ) -> Liveness {
         if let Some(blind) = self.blind_spots() {
             return Liveness::Unknown(format!("pod {shown} is not in the inventory, but {blind}"));
@@ -383,8 +368,8 @@ impl Inventory {
             ));
         }
         let nodes = reading.records.nodes.as_ref();
-        if !writer.recalled.is_empty() {
-            let gone: Result<Vec<String>, String> = (writer.recalled.iter())
+        if !recalled.is_empty() {
+            let gone: Result<Vec<String>, String> = (recalled.iter())
                 .map(|pod| fence::gone(pod, reading.taken_at, nodes))
                 .collect();
             return match gone {
@@ -401,11 +386,10 @@ impl Inventory {
                 self.scope_shown()
             ));
         }
-        let elsewhere = self.elsewhere(writer.key, writer.since, reading);
-        if let Err(why) = elsewhere.and_then(|()| fence::unseen(nodes)) {
+        if let Err(why) = fence::unseen(nodes) {
             return Liveness::Unknown(format!("pod {shown} is not in the inventory, but {why}"));
         }
-        Liveness::Dead(match writer.replaced {
+        Liveness::Dead(match replaced {
             Some(why) => format!("{why}; the pod that wrote it no longer exists"),
             None => format!("pod {shown} no longer exists"),
         })
@@ -1135,7 +1119,7 @@ mod tests {
             ..seen(hostname, "z1", Fate::Running)
         };
         match (scope, hostname) {
-            (None, "backup-shared") => vec![z],
+            (None, "backup-shared" | "backup-live") => vec![z],
             _ => vec![],
         }
     }
