@@ -1140,5 +1140,8 @@ mod tests {
             "{answer:?}"
         );
         assert_eq!(kind(&b.host("backup-gone", since, seen)), "dead");
+        // b's own pod of that name Succeeded; z's may still run.
+        let answer = b.host("backup-live", since, seen);
+        assert_eq!(kind(&answer), "unknown", "{answer:?}");
     }
 }
