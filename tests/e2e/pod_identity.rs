@@ -2,7 +2,7 @@
 //! 5"), on the real API server, beside the case that must still remove.
 //!
 //! One VolSync repository, movers on one node, a `watch` checking every
-//! 2 s; four locks:
+//! 2 s with the docs' kind of prefix pattern (`^volsync-src-`); four locks:
 //! - a mover's whose pod then Failed: removed (its end is confirmed);
 //! - a mover's whose pod is force-deleted while its container runs, from a
 //!   node that has not reported since: kept, until the node reports after
@@ -26,14 +26,17 @@ use lockwarden_tests::metrics::scrape_until;
 use lockwarden_tests::restic::{TestRepo, free_port};
 use serde_json::{Value, json};
 
-/// A mover pod `name` of `namespace` bound to `node`, with `spec` fields
-/// added (its grace period 1 s).
+/// A mover pod `name` of `namespace` bound to `node` (none if empty),
+/// with `spec` fields added (its grace period 1 s).
 fn mover(namespace: &str, name: &str, node: &str, spec: Value) -> Value {
     let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"automountServiceAccountToken": false, "nodeName": node,
+        "spec": {"automountServiceAccountToken": false,
                  "terminationGracePeriodSeconds": 1,
                  "containers": [{"name": "restic", "image": "quay.io/backube/volsync:0.13"}]}});
+    if !node.is_empty() {
+        pod["spec"]["nodeName"] = json!(node);
+    }
     if let (Some(into), Value::Object(fields)) = (pod["spec"].as_object_mut(), spec) {
         into.extend(fields);
     }
@@ -117,7 +120,8 @@ fn a_pods_end_frees_only_its_own_locks_and_a_vanished_pod_waits_for_its_node() {
         &config,
         format!(
             "state_dir = \"{}\"\nmetrics_addr = \"{addr}\"\n[discover]\nvolsync = true\n\
-             namespaces = [\"{ns}\"]\nevery = \"1s\"\ninterval = \"2s\"\ntimeout = \"10s\"\n",
+             namespaces = [\"{ns}\"]\nevery = \"1s\"\ninterval = \"2s\"\ntimeout = \"10s\"\n\
+             inventory_hosts = \"^volsync-src-\"\n",
             dir.path().join("state").display()
         ),
     )
@@ -215,4 +219,75 @@ fn wait_gone(server: &KubeApiServer, path: &str) {
         assert!(Instant::now() < deadline, "{path} still there");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// One repository named by VolSync sources in three namespaces (teams
+/// sharing a bucket and a password, told apart by their hosts): a mover
+/// of the second team runs and holds a lock while the first team's mover
+/// fails. The first team's lock goes; the second's stays, since the
+/// repository's pods are those of every namespace naming it; `discover`
+/// says so.
+#[test]
+fn a_repository_named_from_three_namespaces_is_judged_by_the_pods_of_each() {
+    let server = KubeApiServer::shared();
+    server.admin_apply(&lockwarden_tests::operator_crds::all());
+    let teams: Vec<String> = (0..3).map(|_| server.new_namespace("team")).collect();
+    let repo = Store::S3.new_bucket().init_repo("shared");
+    for team in &teams {
+        server.admin_apply(&json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-restic", "namespace": team},
+             "stringData": discovery::volsync_secret_data(&repo)},
+            {"apiVersion": "volsync.backube/v1alpha1", "kind": "ReplicationSource",
+             "metadata": {"name": "db", "namespace": team},
+             "spec": {"sourcePVC": "db", "restic": {"repository": "db-restic"}}},
+        ]}));
+    }
+    let (failing, live) = ("volsync-src-db-k7x2b", "volsync-src-db-q8w2k");
+    for (team, pod) in [(&teams[0], failing), (&teams[1], live)] {
+        server.admin_apply(&mover(team, pod, "", json!({})));
+        report(server, team, pod, true);
+    }
+    let (failing_lock, live_lock) = (hold(&repo, failing, 60), hold(&repo, live, 60));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let config = dir.path().join("watch.toml");
+    let quoted: Vec<String> = teams.iter().map(|t| format!("\"{t}\"")).collect();
+    std::fs::write(
+        &config,
+        format!(
+            "state_dir = \"{}\"\nmetrics_addr = \"{addr}\"\n[discover]\nvolsync = true\n\
+             namespaces = [{}]\nevery = \"1s\"\ninterval = \"2s\"\ntimeout = \"10s\"\n",
+            dir.path().join("state").display(),
+            quoted.join(", ")
+        ),
+    )
+    .expect("write watch.toml");
+    let kubeconfig = server.kubeconfig(dir.path(), KUBE_ADMIN_TOKEN);
+    let printed = lockwarden_tests::lockwarden(&dir.path().join("cache"))
+        .args(["discover", "--config"])
+        .arg(&config)
+        .env("KUBECONFIG", &kubeconfig)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .expect("lockwarden discover");
+    let stdout = String::from_utf8_lossy(&printed.stdout);
+    let others = format!("{}, {}", teams[1], teams[2]);
+    assert!(
+        stdout.contains(&format!("shared:   also named in namespaces {others}")),
+        "{stdout}"
+    );
+    let watch = discovery::watch(dir.path(), &config, &kubeconfig, "lockwarden-0");
+    let name = format!("{}/ReplicationSource/db", teams[0]);
+    scrape_until(&addr, |m| count_in(m, &name) >= 1);
+    report(server, &teams[0], failing, false);
+    let watch = wait_for(watch, "the failed mover's lock removed", || {
+        !repo.lock_ids().contains(&failing_lock)
+    });
+    let checks = check_count(&addr, &name);
+    scrape_until(&addr, |m| count_in(m, &name) >= checks + 2);
+    let log = stop(watch);
+    assert!(
+        repo.lock_ids().contains(&live_lock),
+        "another team's live mover lost its lock:\n{log}"
+    );
 }

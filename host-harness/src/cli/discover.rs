@@ -121,6 +121,15 @@ fn print_one(seen: &Seen) {
             None => outln!("  pods:     none (its locks go by age alone)"),
         }
     }
+    if !seen.shared_with.is_empty() {
+        let namespaces: Vec<String> = (seen.shared_with.iter())
+            .map(|ns| escape(ns).into_owned())
+            .collect();
+        outln!(
+            "  shared:   also named in namespaces {}; their pods answer too",
+            namespaces.join(", ")
+        );
+    }
     match &seen.open {
         Some(Opening::Opened(id)) => outln!("  opened:   repository {}", escape(id)),
         Some(Opening::Failed(why)) => outln!("  OPEN FAILED: {}", escape(why)),

@@ -250,8 +250,9 @@ pub struct PodState {
     /// Its containers' restarts, all kinds together.
     pub restarts: u64,
     /// Whether it can run nothing any more: Succeeded or Failed, never
-    /// bound to a node (so never ran), or every container the spec runs
-    /// for the pod's life has a status and each status says terminated.
+    /// bound to a node (so never ran) with no container said to run, or
+    /// every container the spec runs for the pod's life has a status and
+    /// each status says terminated.
     /// A pod bound to a node without statuses (the kubelet never reported,
     /// or the status was lost) may run: it did not stop.
     pub stopped: bool,
@@ -274,6 +275,7 @@ pub fn pod_state(item: Value) -> Result<PodState, String> {
         .map(|c| c.restart_count)
         .fold(0u64, u64::saturating_add);
     let terminal = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));
+    let running = |c: &ContainerStatus| c.state.running.is_some();
     let all_terminated = statuses().next().is_some()
         && statuses().all(|c| c.state.running.is_none() && c.state.terminated.is_some())
         && pod.every_status_given();
@@ -287,7 +289,7 @@ pub fn pod_state(item: Value) -> Result<PodState, String> {
     )
     .map_err(|e| e.to_string())?;
     Ok(PodState {
-        stopped: terminal || node.is_none() || all_terminated,
+        stopped: terminal || all_terminated || (node.is_none() && !statuses().any(running)),
         hostnames: pod.hostnames(),
         node,
         created,

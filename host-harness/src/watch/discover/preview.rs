@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{Candidate, ClusterView, Discovery, Owner, SecretUse, Survey, Template};
+use crate::evidence::InventorySource;
 use crate::kubernetes::Kubernetes;
 use crate::watch::fair_share;
 
@@ -30,6 +31,10 @@ pub struct Seen {
     /// by age alone).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pods: Option<String>,
+    /// The other namespaces whose objects name its location: their pods
+    /// answer for its locks too.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared_with: Vec<String>,
     /// How its storage's TLS certificate is checked ([`crate::tls::Tls::mode`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<String>,
@@ -125,6 +130,7 @@ impl Discovery {
             location: None,
             secrets: Vec::new(),
             pods: None,
+            shared_with: Vec::new(),
             tls: None,
             watched: false,
             refused: Some(unusable.why),
@@ -157,6 +163,13 @@ fn seen(candidate: Candidate, refused: Option<String>, open: bool) -> Seen {
         location: Some(settings.location.redacted()),
         secrets: candidate.secrets,
         pods: (settings.evidence.inventory.as_ref()).map(|(_, hosts)| hosts.as_str().to_owned()),
+        shared_with: match &settings.evidence.inventory {
+            Some((InventorySource::Kubernetes { namespaces }, _)) => (namespaces.iter().flatten())
+                .filter(|ns| **ns != candidate.owner.namespace)
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        },
         tls: Some(settings.variables.tls().mode()),
         watched: refused.is_none(),
         refused,
