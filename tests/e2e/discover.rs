@@ -595,3 +595,70 @@ fn discover_prints_what_watch_would_watch_and_why_not_the_rest() {
     let azure = paragraph(&stdout, "demo/Repository/azure-repo");
     assert!(azure.contains("OPEN FAILED: "), "{azure}\n\n{all}");
 }
+
+/// A K8up backend whose `envFrom` Secret or ConfigMap sets one of the
+/// TLS file variables (after its `prefix`) is refused as `tlsOptions`
+/// are: the files are inside the backup pod. An optional source that does
+/// not exist sets nothing; the keys are read, never a value.
+#[test]
+fn a_k8up_backend_whose_env_from_sets_tls_files_is_refused() {
+    let kube = KubeEmulator::start(&[]);
+    let schedule = |name: &str, env_from: Value| {
+        json!({"apiVersion": "k8up.io/v1", "kind": "Schedule",
+               "metadata": {"name": name, "namespace": "app"},
+               "spec": {"backend": {
+                   "repoPasswordSecretRef": {"name": "k8up-repo", "key": "password"},
+                   "s3": {"endpoint": "https://minio.storage:9000", "bucket": name,
+                          "accessKeyIDSecretRef": {"name": "k8up-repo", "key": "id"},
+                          "secretAccessKeySecretRef": {"name": "k8up-repo", "key": "secret"}},
+                   "envFrom": env_from}}})
+    };
+    kube.apply(json!([
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "k8up-repo", "namespace": "app"},
+         "stringData": {"password": PASSWORD, "id": "AKID", "secret": S3_SECRET_KEY}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tls-env", "namespace": "app"},
+         "stringData": {"CA_CERT_FILE": "/mnt/ca/ca.crt"}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "client-env", "namespace": "app"},
+         "data": {"K8UP_CLIENT_CERT_FILE": "/mnt/tls/tls.crt", "OTHER": "x"}},
+        schedule("by-secret", json!([{"secretRef": {"name": "tls-env"}}])),
+        schedule("by-map", json!([{"prefix": "K8UP_", "configMapRef": {"name": "client-env"}}])),
+        schedule("plain", json!([{"secretRef": {"name": "absent", "optional": true},
+                                  "configMapRef": {"name": "client-env"}}])),
+    ]));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = kube.write_kubeconfig(dir.path());
+    let config = dir.path().join("watch.toml");
+    std::fs::write(&config, "[discover]\nk8up = true\n").expect("write watch.toml");
+    let out = lockwarden_tests::lockwarden(&dir.path().join("cache"))
+        .args(["discover", "--json", "--config"])
+        .arg(&config)
+        .env("KUBECONFIG", &kubeconfig)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .expect("run discover");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.contains(PASSWORD) && !stdout.contains("/mnt/"),
+        "{stdout}"
+    );
+    let report: Value = serde_json::from_str(&stdout).expect("JSON");
+    let refused = |name: &str| -> Option<String> {
+        (report["repositories"].as_array().into_iter().flatten())
+            .find(|r| r["repository"] == format!("app/Schedule/{name}"))
+            .and_then(|r| r["refused"].as_str().map(str::to_owned))
+    };
+    assert_eq!(
+        refused("by-secret").as_deref(),
+        Some(
+            "its spec.backend.envFrom[0].secretRef's CA_CERT_FILE names a file inside the \
+             backup pod, which lockwarden cannot read"
+        ),
+        "{stdout}"
+    );
+    let by_map = refused("by-map").unwrap_or_default();
+    assert!(
+        by_map.contains("envFrom[0].configMapRef's CLIENT_CERT_FILE"),
+        "{stdout}"
+    );
+    assert_eq!(refused("plain"), None, "{stdout}");
+}

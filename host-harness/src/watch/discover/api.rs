@@ -218,6 +218,24 @@ impl<'a> ClusterView<'a> {
         Ok(value)
     }
 
+    /// The keys of Secret (`secret`) or ConfigMap `name` in `namespace`,
+    /// named by an object of the same namespace; no value is read.
+    pub fn keys_of(
+        &self,
+        secret: bool,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Vec<String>, ReferenceError> {
+        let kind = if secret { &SECRET } else { &CONFIG_MAP };
+        let object = self.fetch(kind, namespace, namespace, name)?;
+        let keys = ["/data", "/binaryData"]
+            .into_iter()
+            .filter_map(|field| object.pointer(field)?.as_object())
+            .flat_map(|data| data.keys().cloned())
+            .collect();
+        Ok(keys)
+    }
+
     /// Every key of Secret `name` in `namespace`, as text (keys whose value
     /// is not text are left out).
     pub fn secret_values(

@@ -7,7 +7,9 @@
 //! operator's own Deployment), which no object shows: it is reported, not
 //! guessed. A backend's `tlsOptions` (`caCert`, `clientCert`, `clientKey`)
 //! are paths of files mounted into the backup pod, which lockwarden cannot
-//! read: such a repository is reported, not watched with the wrong roots.
+//! read, and so are the `CA_CERT_FILE`, `CLIENT_CERT_FILE` and
+//! `CLIENT_KEY_FILE` its `envFrom` Secrets and ConfigMaps may set: such a
+//! repository is reported, not watched with the wrong roots.
 //! restic runs in job pods named `backup-…`, `check-…`,
 //! `prune-…`, `archive-…` and `restore-…`.
 
@@ -52,6 +54,7 @@ fn parts(view: &ClusterView<'_>, object: &Value, namespace: &str) -> Result<Part
         "it names no spec.backend; K8up's global settings (BACKUP_GLOBAL…) are not readable",
     ))?;
     tls_options(backend)?;
+    env_from_files(view, backend, namespace)?;
     if backend.get("azure").is_none() && backend.get("s3").is_none() {
         return Err(unread_backend(backend));
     }
@@ -139,6 +142,56 @@ fn tls_options(backend: &Value) -> Result<(), Refusal> {
         return Ok(());
     }
     Err(Refusal::PodFiles(named))
+}
+
+/// The variables by which K8up's restic takes TLS files, as its
+/// `tlsOptions` do.
+const FILE_VARIABLES: [&str; 3] = ["CA_CERT_FILE", "CLIENT_CERT_FILE", "CLIENT_KEY_FILE"];
+
+/// At most this many `envFrom` sources are looked at; a backend with more
+/// is refused (the backup pod's environment could not be told).
+const ENV_FROM: usize = 32;
+
+/// Refuses a `backend` whose `envFrom` Secrets or ConfigMaps (in
+/// `namespace`) set one of [`FILE_VARIABLES`] (after the source's
+/// `prefix`): files inside the backup pod, as [`tls_options`] names. Only
+/// the keys are read, never a value; a source marked `optional` that does
+/// not exist sets nothing.
+fn env_from_files(view: &ClusterView<'_>, backend: &Value, namespace: &str) -> Result<(), Refusal> {
+    let sources = match backend.get("envFrom").and_then(Value::as_array) {
+        Some(sources) if sources.len() > ENV_FROM => {
+            return Err(Refusal::Unset(
+                "its spec.backend.envFrom has more sources than discovery reads (32)",
+            ));
+        }
+        Some(sources) => sources,
+        None => return Ok(()),
+    };
+    let mut named = Vec::new();
+    for (i, source) in sources.iter().enumerate() {
+        let prefix = text(source, "/prefix").unwrap_or("");
+        for (field, secret) in [("secretRef", true), ("configMapRef", false)] {
+            let Some(name) = text(source, &format!("/{field}/name")) else {
+                continue;
+            };
+            let optional =
+                source.pointer(&format!("/{field}/optional")) == Some(&Value::Bool(true));
+            let keys = match view.keys_of(secret, namespace, name) {
+                Err(super::super::api::ReferenceError::Missing(_)) if optional => continue,
+                read => read?,
+            };
+            named.extend(
+                FILE_VARIABLES
+                    .into_iter()
+                    .filter(|v| keys.iter().any(|k| k.strip_prefix(prefix) == Some(*v)))
+                    .map(|v| format!("spec.backend.envFrom[{i}].{field}'s {v}")),
+            );
+        }
+    }
+    match named.is_empty() {
+        true => Ok(()),
+        false => Err(Refusal::PodFiles(named)),
+    }
 }
 
 #[cfg(test)]
