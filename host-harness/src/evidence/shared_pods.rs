@@ -48,6 +48,11 @@ type Listing = (Result<Records, String>, i64);
 /// more listings than needed, never fewer).
 const ENDS: usize = 10_000;
 
+/// Two listings of one scope begin at least this far apart: under churn in
+/// a namespace, the checks its pods' ends bring share a listing instead of
+/// each starting one as soon as the last is done.
+const GAP: Duration = Duration::from_secs(1);
+
 /// A namespace's listing that began longer ago than this (ns) is dropped
 /// when another finishes: no check waits that long for its own.
 const KEPT_FOR: i64 = 600 * 1_000_000_000;
@@ -138,20 +143,37 @@ pub fn read_after(
             return records.map(|r| (r, began));
         }
         let key = scope.map(str::to_owned);
-        if !state.listings.get(&key).is_some_and(|slot| slot.running) {
+        let slot = state.listings.get(&key);
+        let running = slot.is_some_and(|slot| slot.running);
+        let last = slot
+            .and_then(|slot| slot.done.as_ref())
+            .map(|(_, began)| *began);
+        let wait = last.map_or(Duration::ZERO, |began| gap_left(began, now()));
+        if !running && wait.is_zero() {
             return list(state, kubernetes, scope, timeout);
         }
-        // One under way: wait for it (if it began too early, this check
-        // then starts its own).
+        // One under way, or one begun less than GAP ago: wait for it, or
+        // for the gap (if it began too early, this check then starts its
+        // own).
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err("the pod listing under way did not finish in time".into());
         }
+        let wait = if running { left } else { wait.min(left) };
         state = changed
-            .wait_timeout(state, left)
+            .wait_timeout(state, wait)
             .map_err(|_| POISONED.to_owned())?
             .0;
     }
+}
+
+/// How long after `now` a listing that began at `began` (ns) leaves
+/// before the next of its scope may begin ([`GAP`]).
+fn gap_left(began: i64, now: i64) -> Duration {
+    let gap = i64::try_from(GAP.as_nanos()).unwrap_or(i64::MAX);
+    let left = began.saturating_add(gap).saturating_sub(now);
+    // A listing dated ahead (the clock stepped back) waits no longer.
+    Duration::from_nanos(u64::try_from(left).unwrap_or(0)).min(GAP)
 }
 
 /// Lists the pods of `scope` now, for every check waiting, and keeps the
@@ -329,5 +351,21 @@ mod tests {
         let mut kept: Vec<Option<String>> = state.listings.keys().cloned().collect();
         kept.sort();
         assert_eq!(kept, [None, Some("new".into()), Some("running".into())]);
+    }
+
+    #[test]
+    fn a_scopes_next_listing_waits_for_the_gap() {
+        let second = 1_000_000_000;
+        assert_eq!(super::gap_left(0, 0), super::GAP);
+        assert_eq!(
+            super::gap_left(0, second / 4),
+            super::GAP - std::time::Duration::from_millis(250)
+        );
+        assert!(super::gap_left(0, 2 * second).is_zero());
+        assert_eq!(
+            super::gap_left(5 * second, 0),
+            super::GAP,
+            "clock stepped back"
+        );
     }
 }
