@@ -1,12 +1,16 @@
 //! A pod's end proven by its identity and its node (issue "Trust, part
 //! 5"), on the real API server, beside the case that must still remove.
 //!
-//! One VolSync repository, movers on one node, a `watch` checking every
-//! 2 s with the docs' kind of prefix pattern (`^volsync-src-`); four locks:
+//! One VolSync repository, movers on two nodes, a `watch` checking every
+//! 2 s with the docs' kind of prefix pattern (`^volsync-src-`); six locks:
 //! - a mover's whose pod then Failed: removed (its end is confirmed);
+//! - a mover's whose pod is deleted gracefully: kept while it terminates,
+//!   removed once the kubelet's report says its container ended and the
+//!   pod goes;
 //! - a mover's whose pod is force-deleted while its container runs, from a
 //!   node that has not reported since: kept, until the node reports after
 //!   the pod's grace period;
+//! - the same from the other node: kept, until that Node is deleted;
 //! - a mover's made again under the name of one that ended before, then
 //!   force-deleted while it runs: kept (the first pod's end says nothing
 //!   of it), until the node reports;
@@ -87,9 +91,12 @@ fn a_pods_end_frees_only_its_own_locks_and_a_vanished_pod_waits_for_its_node() {
     let server = KubeApiServer::shared();
     server.admin_apply(&lockwarden_tests::operator_crds::all());
     let ns = server.new_namespace("identity");
-    let node = format!("{ns}-node");
-    server.admin_apply(&json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}));
-    heartbeat(server, &node);
+    let (node, other) = (format!("{ns}-node"), format!("{ns}-other"));
+    for name in [&node, &other] {
+        server
+            .admin_apply(&json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}));
+        heartbeat(server, name);
+    }
     let repo = Store::S3.new_bucket().init_repo("db");
     server.admin_apply(&json!({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-restic", "namespace": ns},
@@ -104,13 +111,21 @@ fn a_pods_end_frees_only_its_own_locks_and_a_vanished_pod_waits_for_its_node() {
         "volsync-src-db-web-0",
         "volsync-src-db-fq001",
     );
+    let (graceful, elsewhere) = ("volsync-src-db-grace", "volsync-src-db-cut02");
     // The first pod of the name `again` ran, ended and went.
     server.admin_apply(&mover(&ns, again, &node, json!({})));
     report(server, &ns, again, false);
     let path = |pod: &str| format!("/api/v1/namespaces/{ns}/pods/{pod}");
     let fqdn_spec = json!({"hostname": fqdn, "subdomain": "movers", "setHostnameAsFQDN": true});
-    for (pod, spec) in [(failed, json!({})), (cut, json!({})), (fqdn, fqdn_spec)] {
-        server.admin_apply(&mover(&ns, pod, &node, spec));
+    let movers = [
+        (failed, &node, json!({})),
+        (cut, &node, json!({})),
+        (fqdn, &node, fqdn_spec),
+        (graceful, &node, json!({})),
+        (elsewhere, &other, json!({})),
+    ];
+    for (pod, on, spec) in movers {
+        server.admin_apply(&mover(&ns, pod, on, spec));
         report(server, &ns, pod, true);
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -143,19 +158,23 @@ fn a_pods_end_frees_only_its_own_locks_and_a_vanished_pod_waits_for_its_node() {
         hold(&repo, cut, 60),
         hold(&repo, again, 5),
         hold(&repo, &format!("{fqdn}.movers.{ns}.svc.cluster.local"), 60),
+        hold(&repo, graceful, 60),
+        hold(&repo, elsewhere, 60),
     ];
     let name = format!("{ns}/ReplicationSource/db");
     let kept = |m: &str| {
         m.contains(&format!(
-            r#"lockwarden_locks{{repository="{name}",kind="shared"}} 4"#
+            r#"lockwarden_locks{{repository="{name}",kind="shared"}} 6"#
         ))
     };
     scrape_until(&addr, kept);
-    // The OOM-killed mover's pod Failed; the other two are force-deleted
-    // while their containers run.
+    // The OOM-killed mover's pod Failed; one is deleted gracefully (it
+    // terminates); three are force-deleted while their containers run.
     report(server, &ns, failed, false);
+    let (code, body) = server.admin_delete(&format!("{}?gracePeriodSeconds=30", path(graceful)));
+    assert_eq!(code, 200, "{body}");
     let deleted_at = Instant::now();
-    for pod in [cut, again] {
+    for pod in [cut, again, elsewhere] {
         let (code, body) = server.admin_delete(&format!("{}?gracePeriodSeconds=0", path(pod)));
         assert_eq!(code, 200, "{body}");
     }
@@ -166,15 +185,44 @@ fn a_pods_end_frees_only_its_own_locks_and_a_vanished_pod_waits_for_its_node() {
     let checks = check_count(&addr, &name);
     scrape_until(&addr, |m| count_in(m, &name) >= checks + 3);
     let held = repo.lock_ids();
-    for (i, what) in [(1, "force-deleted"), (2, "made again"), (3, "fqdn")] {
+    let live = [
+        (1, "force-deleted"),
+        (2, "made again"),
+        (3, "fqdn"),
+        (4, "terminating"),
+        (5, "force-deleted elsewhere"),
+    ];
+    for (i, what) in live {
         assert!(
             held.contains(&locks[i]),
             "the {what} mover's live lock was removed"
         );
     }
+    // The kubelet reports the terminating mover's container ended and
+    // removes the pod: its lock goes.
+    report(server, &ns, graceful, false);
+    let (code, body) = server.admin_delete(&format!("{}?gracePeriodSeconds=0", path(graceful)));
+    assert_eq!(code, 200, "{body}");
+    let watch = wait_for(watch, "the terminated mover's lock removed", || {
+        !repo.lock_ids().contains(&locks[4])
+    });
+    // The other node is deleted: its pods run nowhere.
+    let (code, body) = server.admin_delete(&format!("/api/v1/nodes/{other}"));
+    assert_eq!(code, 200, "{body}");
+    let watch = wait_for(
+        watch,
+        "the lock of the deleted node's mover removed",
+        || !repo.lock_ids().contains(&locks[5]),
+    );
+    let held = repo.lock_ids();
+    assert!(
+        held.contains(&locks[1]) && held.contains(&locks[2]),
+        "node not reported yet"
+    );
     // The node reports after the movers' grace period (1 s) and the
-    // clocks' tolerance (5 s): they no longer run.
-    std::thread::sleep(Duration::from_secs(7).saturating_sub(deleted_at.elapsed()));
+    // clocks' tolerance (5 s), with room for the watch's delay and the
+    // heartbeat's whole seconds: they no longer run.
+    std::thread::sleep(Duration::from_secs(10).saturating_sub(deleted_at.elapsed()));
     heartbeat(server, &node);
     let watch = wait_for(watch, "the fenced movers' locks removed", || {
         let held = repo.lock_ids();
