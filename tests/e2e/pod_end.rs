@@ -28,11 +28,6 @@ fn a_deleted_mover_pods_lock_goes_at_once_and_a_never_seen_ones_stays() {
     let repo = bucket.init_repo("db");
     let writer = LockWriter::new(&repo);
     let holder = "volsync-src-db-x2b8q";
-    let held = writer.write(LockSpec {
-        hostname: holder,
-        time: time_from_now(-60),
-        ..LockSpec::default()
-    });
     server.admin_apply(&json!({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-restic", "namespace": tenant},
          "stringData": discovery::volsync_secret_data(&repo)},
@@ -45,6 +40,12 @@ fn a_deleted_mover_pods_lock_goes_at_once_and_a_never_seen_ones_stays() {
          "spec": {"automountServiceAccountToken": false,
                   "containers": [{"name": "restic", "image": "quay.io/backube/volsync:0.13"}]}},
     ]}));
+    // Written by the pod, so dated after it was made.
+    let held = writer.write(LockSpec {
+        hostname: holder,
+        time: time_from_now(0),
+        ..LockSpec::default()
+    });
     let dir = tempfile::tempdir().expect("temp dir");
     let addr = format!("127.0.0.1:{}", free_port());
     let config = dir.path().join("watch.toml");

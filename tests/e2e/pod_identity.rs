@@ -77,7 +77,15 @@ fn heartbeat(server: &KubeApiServer, name: &str) {
     assert_eq!(code, 200, "{body}");
 }
 
-/// A lock of `hostname` in `repo`, written `ago` seconds ago; its id.
+/// The ServiceAccount `default` of `namespace`, which pods need (no
+/// controller makes it here).
+fn default_account(server: &KubeApiServer, namespace: &str) {
+    server.admin_apply(&json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                               "metadata": {"name": "default", "namespace": namespace}}));
+}
+
+/// A lock of `hostname` in `repo`, dated `ago` seconds ago (after its pod
+/// was made, as a real one is); its id.
 fn hold(repo: &TestRepo, hostname: &str, ago: i64) -> String {
     LockWriter::new(repo).write(LockSpec {
         hostname,
@@ -91,6 +99,7 @@ fn a_pods_end_frees_only_its_own_locks_and_a_vanished_pod_waits_for_its_node() {
     let server = KubeApiServer::shared();
     server.admin_apply(&lockwarden_tests::operator_crds::all());
     let ns = server.new_namespace("identity");
+    default_account(server, &ns);
     let (node, other) = (format!("{ns}-node"), format!("{ns}-other"));
     for name in [&node, &other] {
         server
@@ -154,12 +163,12 @@ fn a_pods_end_frees_only_its_own_locks_and_a_vanished_pod_waits_for_its_node() {
     server.admin_apply(&mover(&ns, again, &node, json!({})));
     report(server, &ns, again, true);
     let locks = [
-        hold(&repo, failed, 60),
-        hold(&repo, cut, 60),
+        hold(&repo, failed, 1),
+        hold(&repo, cut, 1),
         hold(&repo, again, 5),
-        hold(&repo, &format!("{fqdn}.movers.{ns}.svc.cluster.local"), 60),
-        hold(&repo, graceful, 60),
-        hold(&repo, elsewhere, 60),
+        hold(&repo, &format!("{fqdn}.movers.{ns}.svc.cluster.local"), 1),
+        hold(&repo, graceful, 1),
+        hold(&repo, elsewhere, 1),
     ];
     let name = format!("{ns}/ReplicationSource/db");
     let kept = |m: &str| {
@@ -280,6 +289,9 @@ fn a_repository_named_from_three_namespaces_is_judged_by_the_pods_of_each() {
     let server = KubeApiServer::shared();
     server.admin_apply(&lockwarden_tests::operator_crds::all());
     let teams: Vec<String> = (0..3).map(|_| server.new_namespace("team")).collect();
+    for team in &teams {
+        default_account(server, team);
+    }
     let repo = Store::S3.new_bucket().init_repo("shared");
     for team in &teams {
         server.admin_apply(&json!({"apiVersion": "v1", "kind": "List", "items": [
@@ -295,7 +307,7 @@ fn a_repository_named_from_three_namespaces_is_judged_by_the_pods_of_each() {
         server.admin_apply(&mover(team, pod, "", json!({})));
         report(server, team, pod, true);
     }
-    let (failing_lock, live_lock) = (hold(&repo, failing, 60), hold(&repo, live, 60));
+    let (failing_lock, live_lock) = (hold(&repo, failing, 1), hold(&repo, live, 1));
     let dir = tempfile::tempdir().expect("temp dir");
     let addr = format!("127.0.0.1:{}", free_port());
     let config = dir.path().join("watch.toml");

@@ -79,6 +79,7 @@ struct PodSpec {
     set_hostname_as_fqdn: Option<bool>,
     node_name: Option<String>,
     termination_grace_period_seconds: Option<i64>,
+    restart_policy: Option<String>,
     #[serde(default)]
     containers: Vec<SpecContainer>,
     #[serde(default)]
@@ -250,9 +251,11 @@ pub struct PodState {
     /// Its containers' restarts, all kinds together.
     pub restarts: u64,
     /// Whether it can run nothing any more: Succeeded or Failed, never
-    /// bound to a node (so never ran) with no container said to run, or
-    /// every container the spec runs for the pod's life has a status and
-    /// each status says terminated.
+    /// bound to a node (so never ran) with no container said to run, or,
+    /// under `restartPolicy: Never`, every container the spec runs for the
+    /// pod's life has a status and each status says terminated. Only the
+    /// API's last word on a pod (a deletion's object) tells this; a state
+    /// the watch saw earlier may have changed since.
     /// A pod bound to a node without statuses (the kubelet never reported,
     /// or the status was lost) may run: it did not stop.
     pub stopped: bool,
@@ -276,7 +279,11 @@ pub fn pod_state(item: Value) -> Result<PodState, String> {
         .fold(0u64, u64::saturating_add);
     let terminal = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));
     let running = |c: &ContainerStatus| c.state.running.is_some();
-    let all_terminated = statuses().next().is_some()
+    // Under restartPolicy Always or OnFailure (the default is Always) a
+    // terminated container may start again: only Never keeps it ended.
+    let never_restarts = pod.spec.restart_policy.as_deref() == Some("Never");
+    let all_terminated = never_restarts
+        && statuses().next().is_some()
         && statuses().all(|c| c.state.running.is_none() && c.state.terminated.is_some())
         && pod.every_status_given();
     let node = pod.spec.node_name.clone().filter(|n| !n.is_empty());
@@ -526,7 +533,13 @@ mod tests {
             !state(bound.clone(), serde_json::json!({})).stopped,
             "no statuses"
         );
-        assert!(state(bound.clone(), terminated).stopped);
+        let never = serde_json::json!({"nodeName": "n", "containers": containers,
+                                       "restartPolicy": "Never"});
+        assert!(state(never, terminated.clone()).stopped);
+        assert!(
+            !state(bound.clone(), terminated).stopped,
+            "restartPolicy Always (the default): it may start again"
+        );
         assert!(!state(bound.clone(), running).stopped);
         assert!(state(bound, serde_json::json!({"phase": "Failed"})).stopped);
         let unbound = serde_json::json!({"containers": containers});

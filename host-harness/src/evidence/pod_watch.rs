@@ -157,7 +157,9 @@ impl Follower {
         }
         for (uid, pod) in &self.pods {
             if !pods.contains_key(uid) && !listing.failed.contains_key(&pod.namespace) {
-                shared_pods::observe(pod, gone(pod));
+                // What it became while the watch was away is not known: it
+                // may have been bound and run since it was last seen.
+                shared_pods::observe(pod, unlisted(pod));
                 ended(pod, End::Unlisted);
             }
         }
@@ -280,8 +282,18 @@ fn seen(pod: &PodState) -> Fate {
     }
 }
 
-/// The fate of `pod`, deleted or gone from a list as it was last seen:
-/// ended if it could run nothing, vanished otherwise.
+/// The fate of `pod`, gone from a new list, as it was last seen: ended if
+/// it had Succeeded or Failed (an end is final), vanished otherwise.
+fn unlisted(pod: &PodState) -> Fate {
+    if pod.terminal {
+        Fate::Ended(now())
+    } else {
+        Fate::Vanished(now())
+    }
+}
+
+/// The fate of `pod`, deleted, by the deletion's object (the API's last
+/// word on it): ended if it could run nothing, vanished otherwise.
 fn gone(pod: &PodState) -> Fate {
     if pod.stopped {
         Fate::Ended(now())

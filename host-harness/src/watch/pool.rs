@@ -414,8 +414,18 @@ fn fingerprint(repo: &WatchedRepository) -> [u8; 32] {
     for value in settings.variables.secrets() {
         add(value.as_bytes());
     }
-    if let Some((_, hosts)) = &settings.evidence.inventory {
+    if let Some((source, hosts)) = &settings.evidence.inventory {
         add(hosts.as_str().as_bytes());
+        // A namespace naming its location anew, or no longer, changes
+        // whose pods answer for its locks.
+        if let crate::evidence::InventorySource::Kubernetes {
+            namespaces: Some(namespaces),
+        } = source
+        {
+            for namespace in namespaces {
+                add(namespace.as_bytes());
+            }
+        }
     }
     digest.finalize().into()
 }

@@ -89,15 +89,28 @@ pub struct Discovered {
     /// inventory speaks for (`None`: no pattern is known, and pods are no
     /// evidence).
     pub hosts: Option<Regex>,
-    /// The namespaces of every object that names its location, of any
-    /// operator and with any credentials, its own among them: restic runs
-    /// in each, so their pods answer for its locks ([`namers`]).
+    /// The namespaces of every object that names its location with its
+    /// password, of any operator and with any storage credentials, its own
+    /// among them: restic runs in each, so their pods answer for its locks
+    /// ([`namers`]).
     pub namers: std::collections::BTreeSet<String>,
     /// The Secrets its password and variables were read from.
     pub secrets: Vec<SecretUse>,
 }
 
 impl Discovered {
+    /// What makes two of them the same restic repository, whoever reaches
+    /// it how: its location and password, as one digest.
+    fn repository(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let mut digest = Sha256::new();
+        for part in [self.location.as_bytes(), self.password.as_bytes()] {
+            digest.update((part.len() as u64).to_le_bytes());
+            digest.update(part);
+        }
+        digest.finalize().into()
+    }
+
     /// What makes two of them one repository: the location and every
     /// credential, as one digest (nothing secret leaves this function).
     fn identity(&self) -> [u8; 32] {
@@ -222,7 +235,7 @@ impl Discovery {
                 *found = self.settle(std::mem::take(found));
                 for d in found.iter_mut().flatten() {
                     d.namers
-                        .extend(namers.get(&d.location).into_iter().flatten().cloned());
+                        .extend(namers.get(&d.repository()).into_iter().flatten().cloned());
                 }
             }
         }
@@ -271,17 +284,20 @@ impl Discovery {
     }
 }
 
-/// The namespaces of the objects naming each location, in every
-/// operator's objects found (before duplicates are dropped or insecure
-/// ones refused: their jobs run restic on the repository all the same).
-fn namers(rounds: &[Round]) -> HashMap<String, BTreeSet<String>> {
-    let mut namers: HashMap<String, BTreeSet<String>> = HashMap::new();
+/// The namespaces of the objects naming each repository (its location and
+/// password: who can write its locks), in every operator's objects found
+/// (before duplicates are dropped or insecure ones refused: their jobs run
+/// restic on the repository all the same). An object naming the location
+/// with another password writes no lock there, and adds no namespace whose
+/// pods could end another's locks.
+fn namers(rounds: &[Round]) -> HashMap<[u8; 32], BTreeSet<String>> {
+    let mut namers: HashMap<[u8; 32], BTreeSet<String>> = HashMap::new();
     let found = rounds
         .iter()
         .filter_map(|r| r.found.as_ref().ok())
         .flatten();
     for d in found.flatten() {
-        let namespaces = namers.entry(d.location.clone()).or_default();
+        let namespaces = namers.entry(d.repository()).or_default();
         namespaces.insert(d.owner.namespace.clone());
     }
     namers
@@ -396,10 +412,17 @@ mod tests {
             ]),
             blind: BTreeMap::new(),
         };
+        let mut other_keys = in_ns("team-d", "d", "pw", "");
+        if let Ok(d) = &mut other_keys {
+            d.variables
+                .insert("AWS_ACCESS_KEY_ID".into(), "team-d".into());
+        }
         let k8up = Round {
             operator: Operator::K8up,
-            // Another operator, other credentials, the same location.
-            found: Ok(vec![in_ns("team-d", "d", "other", "")]),
+            // Another operator and storage keys, the same repository; and
+            // the same location with another password, which writes no
+            // lock there.
+            found: Ok(vec![other_keys, in_ns("team-e", "e", "guess", "")]),
             blind: BTreeMap::new(),
         };
         let rounds = discovery(false).settle_all(vec![stash, k8up]);
@@ -416,6 +439,7 @@ mod tests {
                 ("team-a/Repository/a".to_owned(), abd.clone()),
                 ("team-c/Repository/c".to_owned(), vec!["team-c".to_owned()]),
                 ("team-d/Repository/d".to_owned(), abd),
+                ("team-e/Repository/e".to_owned(), vec!["team-e".to_owned()]),
             ]
         );
     }
