@@ -14,16 +14,22 @@
 //!   listing): the API no longer has it, but a node cut off from the API
 //!   runs it on, and restic there goes on writing. It is dead once its node
 //!   no longer exists, or once the node reported (Ready, with a heartbeat)
-//!   later than the pod vanished plus its grace period and the clocks'
-//!   tolerance: a kubelet in touch with the API kills the pods the API no
-//!   longer has, within their grace period. Until then: `unknown`.
+//!   a grace period after it could have learnt the pod was gone: after the
+//!   later of the vanishing and the node's becoming Ready (a kubelet back
+//!   in touch learns only then), plus the pod's grace period and the
+//!   clocks' tolerance; a kubelet in touch with the API kills the pods the
+//!   API no longer has within their grace period. A heartbeat later than
+//!   the nodes' listing (beyond the tolerance) is a clock ahead, and
+//!   proves nothing. A vanished pod whose node is not known (last seen
+//!   unbound, by a watch that may have missed its binding) is judged as a
+//!   writer never seen. Until then: `unknown`.
 //!
 //! The order that makes this hold: the pod vanishes (lockwarden's clock,
-//! when the watch saw it or a listing missed it), then the nodes are
-//! listed (after the pods, [`super::shared_pods`]), so a node absent from
-//! that listing was deleted, before or after the pod vanished, and runs
-//! nothing; a heartbeat is the kubelet's own clock, compared with the
-//! vanishing within [`CLOCKS`].
+//! when the watch saw it or a listing missed it), and the nodes are listed
+//! afresh for each judgment ([`super::shared_pods::nodes`], at most
+//! [`super::shared_pods::NODES_FRESH`] old), so a node absent from that
+//! listing was deleted and runs nothing; a heartbeat is the kubelet's own
+//! clock, compared with the vanishing within [`CLOCKS`].
 //!
 //! A writer lockwarden **never saw** (it vanished before lockwarden
 //! followed the pods, or in a one-shot check) has no known node: its
@@ -39,7 +45,7 @@ use crate::time::format_rfc3339;
 
 /// The nodes of a reading: read, failed (why), or not read at all (a
 /// file's or a command's inventory, which says nothing of nodes).
-pub type NodesRead<'a> = Option<&'a Result<Nodes, String>>;
+pub type NodesRead<'a> = Option<&'a Result<std::sync::Arc<Nodes>, String>>;
 
 /// Whether `pod`, which a listing taken at `taken_at` does not hold, is
 /// dead: why if so, why not otherwise.
@@ -72,9 +78,9 @@ fn fenced(
 ) -> Result<String, String> {
     let when = format_rfc3339(vanished);
     let Some(node) = pod.node.as_deref() else {
-        return Ok(format!(
-            "{shown} vanished at {when} and was never bound to a node"
-        ));
+        return unseen(nodes)
+            .map(|()| format!("{shown} vanished at {when}, and every node is Ready"))
+            .map_err(|why| format!("{shown} vanished at {when}, its node not known, and {why}"));
     };
     let node_shown = escape(node);
     let nodes = match nodes {
@@ -92,12 +98,18 @@ fn fenced(
             ));
         }
     };
-    let after = vanished.saturating_add(pod.grace).saturating_add(CLOCKS);
+    let reported = |fact: &super::nodes::NodeFact| {
+        let learnt = fact.ready_since.map(|since| since.max(vanished));
+        let after = learnt.map(|t| t.saturating_add(pod.grace).saturating_add(CLOCKS));
+        let not_ahead = nodes.listed_at.saturating_add(CLOCKS);
+        let beat = fact.heartbeat.zip(after);
+        fact.ready && beat.is_some_and(|(beat, after)| beat > after && beat <= not_ahead)
+    };
     match nodes.get(node) {
         None => Ok(format!(
             "{shown} vanished at {when}, and its node {node_shown} no longer exists"
         )),
-        Some(fact) if fact.ready && fact.heartbeat.is_some_and(|beat| beat > after) => Ok(format!(
+        Some(fact) if reported(fact) => Ok(format!(
             "{shown} vanished at {when}, and its node {node_shown} reported since, after the \
              pod's grace period"
         )),
@@ -133,6 +145,8 @@ pub fn unseen(nodes: NodesRead) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     const S: i64 = 1_000_000_000;
@@ -149,16 +163,20 @@ mod tests {
         }
     }
 
+    fn of(nodes: &[(&str, bool, Option<i64>)]) -> Result<Arc<Nodes>, String> {
+        Ok(Arc::new(Nodes::of(nodes)))
+    }
+
     #[test]
     fn a_vanished_pod_is_dead_only_once_its_node_is_gone_or_reported_after_its_grace() {
         let vanished = pod(Fate::Vanished(100 * S), Some("n"));
         let after = 100 * S + 30 * S + CLOCKS + 1;
-        let rows: [(Result<Nodes, String>, bool); 6] = [
-            (Ok(Nodes::of(&[])), true),
-            (Ok(Nodes::of(&[("n", true, Some(after))])), true),
-            (Ok(Nodes::of(&[("n", true, Some(after - 2))])), false),
-            (Ok(Nodes::of(&[("n", false, Some(after + S))])), false),
-            (Ok(Nodes::of(&[("n", true, None)])), false),
+        let rows: [(Result<Arc<Nodes>, String>, bool); 6] = [
+            (of(&[]), true),
+            (of(&[("n", true, Some(after))]), true),
+            (of(&[("n", true, Some(after - 2))]), false),
+            (of(&[("n", false, Some(after + S))]), false),
+            (of(&[("n", true, None)]), false),
             (Err("forbidden".into()), false),
         ];
         for (nodes, dead) in rows {
@@ -169,20 +187,53 @@ mod tests {
             gone(&vanished, 1000 * S, None).is_err(),
             "nothing said of nodes"
         );
+        // Last seen unbound: its node not known, judged as never seen.
         let unbound = pod(Fate::Vanished(100 * S), None);
-        assert!(gone(&unbound, 1000 * S, None).is_ok());
+        assert!(gone(&unbound, 1000 * S, Some(&of(&[("n", true, None)]))).is_ok());
+        assert!(gone(&unbound, 1000 * S, Some(&of(&[("n", false, None)]))).is_err());
+    }
+
+    #[test]
+    fn a_node_back_in_touch_fences_only_a_grace_period_later_and_a_clock_ahead_nothing() {
+        let vanished = pod(Fate::Vanished(100 * S), Some("n"));
+        let node = |ready_since: i64, beat: i64, listed_at: i64| {
+            let mut nodes = Nodes::of(&[("n", true, Some(beat))]);
+            nodes.listed_at = listed_at;
+            nodes.set_ready_since("n", ready_since);
+            Ok(Arc::new(nodes))
+        };
+        let back = 200 * S;
+        let grace = 30 * S + CLOCKS;
+        let rows = [
+            ("first heartbeat back", node(back, back + S, 300 * S), false),
+            (
+                "a grace period after",
+                node(back, back + grace + S, 300 * S),
+                true,
+            ),
+            (
+                "in touch all along",
+                node(0, 100 * S + grace + S, 300 * S),
+                true,
+            ),
+            ("a clock ahead", node(0, 900 * S, 300 * S), false),
+        ];
+        for (what, nodes, dead) in rows {
+            let answer = gone(&vanished, 1000 * S, Some(&nodes));
+            assert_eq!(answer.is_ok(), dead, "{what}: {answer:?}");
+        }
     }
 
     #[test]
     fn an_ended_pod_is_dead_and_a_running_one_not_listed_vanished_with_the_listing() {
-        let nodes = Ok(Nodes::of(&[("n", true, Some(10 * S))]));
+        let nodes = of(&[("n", true, Some(10 * S))]);
         assert!(gone(&pod(Fate::Ended(5 * S), Some("n")), 1000 * S, Some(&nodes)).is_ok());
         let running = pod(Fate::Running, Some("n"));
         assert!(
             gone(&running, 1000 * S, Some(&nodes)).is_err(),
             "not reported since"
         );
-        let reported = Ok(Nodes::of(&[("n", true, Some(1040 * S))]));
+        let reported = of(&[("n", true, Some(1040 * S))]);
         assert!(gone(&running, 1000 * S, Some(&reported)).is_ok());
         let young = Incarnation {
             created: Some(999 * S),
@@ -197,14 +248,9 @@ mod tests {
     #[test]
     fn an_unseen_writer_is_gone_only_when_every_node_is_ready() {
         assert!(unseen(None).is_ok());
-        assert!(unseen(Some(&Ok(Nodes::of(&[("a", true, None)])))).is_ok());
-        assert!(
-            unseen(Some(&Ok(Nodes::of(&[
-                ("a", true, None),
-                ("b", false, None)
-            ]))))
-            .is_err()
-        );
+        assert!(unseen(Some(&of(&[("a", true, None)]))).is_ok());
+        let cut = of(&[("a", true, None), ("b", false, None)]);
+        assert!(unseen(Some(&cut)).is_err());
         assert!(unseen(Some(&Err("forbidden".into()))).is_err());
     }
 }

@@ -37,6 +37,7 @@ use regex::Regex;
 
 use super::fence;
 use super::incarnations::{CLOCKS, Fate, Incarnation};
+use super::nodes::Nodes;
 use super::pod_list::{HostRecord, Hosts, host_key, parse};
 use super::shared_pods::{self, Records};
 use super::{Observations, Source};
@@ -82,6 +83,9 @@ pub struct Inventory {
     /// absence from it speaks even where it lists no host the regex covers
     /// ([`Inventory::host`]).
     recall: Option<Recall>,
+    /// For a reading of the Kubernetes API: the nodes, listed afresh
+    /// ([`shared_pods::nodes`]), or why they could not be.
+    nodes: Option<Result<Arc<Nodes>, String>>,
 }
 
 #[derive(Debug)]
@@ -121,7 +125,8 @@ impl Inventory {
                     }
                 };
                 let inventory = Inventory::new(records, hosts, namespaces.clone());
-                return inventory.with_recall(shared_pods::recall);
+                let nodes = shared_pods::nodes(kubernetes, timeout);
+                return inventory.with_recall(shared_pods::recall).with_nodes(nodes);
             }
         };
         Inventory::new(records, hosts, scope)
@@ -132,6 +137,14 @@ impl Inventory {
     fn with_recall(self, recall: Recall) -> Inventory {
         Inventory {
             recall: Some(recall),
+            ..self
+        }
+    }
+
+    /// This inventory, with the nodes as `nodes` says.
+    fn with_nodes(self, nodes: Result<Arc<Nodes>, String>) -> Inventory {
+        Inventory {
+            nodes: Some(nodes),
             ..self
         }
     }
@@ -159,6 +172,7 @@ impl Inventory {
             scope,
             reading,
             recall: None,
+            nodes: None,
         }
     }
 
@@ -256,8 +270,8 @@ impl Inventory {
                 return Liveness::Unknown(format!("the host inventory failed: {problem}"));
             }
         };
-        if let Some(Ok(nodes)) = &reading.records.nodes
-            && nodes.get(hostname).is_some()
+        if let Some(Ok(nodes)) = &self.nodes
+            && nodes.is_node(hostname)
         {
             return Liveness::Unknown(format!(
                 "host {shown} is a node's name: restic in a pod on the node's network \
@@ -304,7 +318,7 @@ impl Inventory {
         let (Some(recall), Some(scope)) = (self.recall, &self.scope) else {
             return Ok(());
         };
-        let nodes = reading.records.nodes.as_ref();
+        let nodes = self.nodes.as_ref();
         for pod in recall(None, key, since) {
             if scope.contains(&pod.namespace) {
                 continue;
@@ -367,7 +381,7 @@ impl Inventory {
                 format_rfc3339(reading.taken_at)
             ));
         }
-        let nodes = reading.records.nodes.as_ref();
+        let nodes = self.nodes.as_ref();
         if !recalled.is_empty() {
             let gone: Result<Vec<String>, String> = (recalled.iter())
                 .map(|pod| fence::gone(pod, reading.taken_at, nodes))
@@ -398,15 +412,22 @@ impl Inventory {
 
 /// What one pod's record says about a lock written at `since`.
 fn judge(record: &HostRecord, shown: &str, since: i64) -> Judged {
-    if matches!(record.state.as_str(), "succeeded" | "failed") {
-        return Judged::Dead(format!("pod {shown} has {}", record.state));
-    }
     let after = |started: i64| started > since.saturating_add(CLOCKS);
     if let Some(started) = record.started.filter(|s| after(*s)) {
         return Judged::Replaced(format!(
             "pod {shown} started at {}, after the lock was written",
             format_rfc3339(started)
         ));
+    }
+    if matches!(record.state.as_str(), "succeeded" | "failed") {
+        // A pod that ended before the lock was written did not write it.
+        if let Some(finished) = record.finished.filter(|f| f.saturating_add(CLOCKS) < since) {
+            return Judged::Replaced(format!(
+                "pod {shown} ended at {}, before the lock was written",
+                format_rfc3339(finished)
+            ));
+        }
+        return Judged::Dead(format!("pod {shown} has {}", record.state));
     }
     if let Some(started) = record.containers_started.filter(|s| after(*s)) {
         return Judged::Dead(format!(
@@ -427,7 +448,7 @@ fn in_scope(record: &HostRecord, scope: Option<&[String]>) -> bool {
 
 /// The pods of each of `namespaces` (one listing each, shared as every
 /// listing is), as one reading: taken when the earliest began, so that
-/// rule 3 holds for each; the nodes of the last.
+/// rule 3 holds for each.
 fn read_namespaces(
     kubernetes: &Connection,
     namespaces: &[String],
@@ -463,7 +484,6 @@ fn read_namespaces(
         if let Some(why) = records.failed.get(namespace) {
             merged.failed.insert(namespace.clone(), why.clone());
         }
-        merged.nodes = records.nodes.clone();
     }
     Ok((Arc::new(merged), taken_at))
 }
@@ -516,7 +536,6 @@ fn parsed((text, taken_at): (String, i64)) -> Result<(Records, i64), String> {
     let hosts = Hosts {
         records,
         failed: BTreeMap::new(),
-        nodes: None,
     };
     Ok((Arc::new(hosts), taken_at))
 }
@@ -592,7 +611,6 @@ impl Source for ObservedInventory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::nodes::Nodes;
     use crate::evidence::pod_list::{kubelet_hostname, pods};
     use crate::time::parse_rfc3339;
 
@@ -974,12 +992,12 @@ mod tests {
     }
 
     /// Tenants c's reading at LOCK + 10 minutes, with `nodes`.
-    fn c_reading(nodes: Option<Result<Nodes, String>>, failed: &[&str]) -> Inventory {
+    fn c_reading(nodes: Result<Nodes, String>, failed: &[&str]) -> Inventory {
         let since = parse_rfc3339(LOCK).expect("time");
-        let mut hosts = tenants(failed);
-        hosts.nodes = nodes;
         let regex = Regex::new("^backup-").expect("regex");
-        Inventory::from_pods(hosts, regex, since + 10 * MINUTE, Some("c")).with_recall(recall)
+        Inventory::from_pods(tenants(failed), regex, since + 10 * MINUTE, Some("c"))
+            .with_recall(recall)
+            .with_nodes(nodes.map(Arc::new))
     }
 
     #[test]
@@ -987,7 +1005,7 @@ mod tests {
         let since = parse_rfc3339(LOCK).expect("time");
         let taken_at = since + 10 * MINUTE;
         let seen = Some(since + MINUTE);
-        let c = c_reading(Some(Ok(Nodes::default())), &[]);
+        let c = c_reading(Ok(Nodes::default()), &[]);
         assert_eq!(c.problem(), None, "between two jobs is no problem");
         assert_eq!(kind(&c.host("backup-gone", since, seen)), "dead");
         for (host, observed, why) in [
@@ -1008,7 +1026,7 @@ mod tests {
             "unknown",
             "a lock dated after the pod ended is another pod's: {written_late:?}"
         );
-        let blind = c_reading(Some(Ok(Nodes::default())), &["c"]);
+        let blind = c_reading(Ok(Nodes::default()), &["c"]);
         assert_eq!(kind(&blind.host("backup-gone", since, seen)), "unknown");
         // The same reading from a file or a command has no pods seen.
         let regex = Regex::new("^backup-").expect("regex");
@@ -1022,9 +1040,9 @@ mod tests {
         let since = parse_rfc3339(LOCK).expect("time");
         let seen = Some(since + MINUTE);
         let vanished = since + MINUTE;
-        let reported = |at: i64| Some(Ok(Nodes::of(&[("node-1", true, Some(at))])));
+        let reported = |at: i64| Ok(Nodes::of(&[("node-1", true, Some(at))]));
         let rows = [
-            ("node gone", Some(Ok(Nodes::default())), "dead"),
+            ("node gone", Ok(Nodes::default()), "dead"),
             (
                 "reported after the grace",
                 reported(vanished + 40 * S),
@@ -1036,7 +1054,7 @@ mod tests {
                 "unknown",
             ),
             ("not reported since", reported(vanished - S), "unknown"),
-            ("nodes unreadable", Some(Err("forbidden".into())), "unknown"),
+            ("nodes unreadable", Err("forbidden".into()), "unknown"),
         ];
         for (what, nodes, want) in rows {
             let answer = c_reading(nodes, &[]).host("backup-cut", since, seen);
@@ -1048,7 +1066,7 @@ mod tests {
     fn an_earlier_incarnations_end_says_nothing_of_a_later_ones_lock() {
         let lock = parse_rfc3339(LOCK).expect("time");
         let seen = Some(lock + 5 * MINUTE);
-        let c = c_reading(Some(Ok(Nodes::of(&[("node-1", true, Some(lock))]))), &[]);
+        let c = c_reading(Ok(Nodes::of(&[("node-1", true, Some(lock))])), &[]);
         // The first pod of the name wrote a lock and ended.
         assert_eq!(kind(&c.host("backup-web-0", lock, seen)), "dead");
         // The second, made after it ended, wrote one and was force-deleted
@@ -1062,17 +1080,13 @@ mod tests {
         let since = parse_rfc3339(LOCK).expect("time");
         let seen = Some(since + MINUTE);
         let regex = Regex::new("^backup-").expect("regex");
-        let read = |nodes: Option<Result<Nodes, String>>| {
-            let mut hosts = tenants(&[]);
-            hosts.nodes = nodes;
-            Inventory::from_pods(hosts, regex.clone(), since + 10 * MINUTE, Some("b"))
+        let read = |nodes: Nodes| {
+            Inventory::from_pods(tenants(&[]), regex.clone(), since + 10 * MINUTE, Some("b"))
+                .with_nodes(Ok(Arc::new(nodes)))
         };
-        let ready = read(Some(Ok(Nodes::of(&[("n1", true, None)]))));
+        let ready = read(Nodes::of(&[("n1", true, None)]));
         assert_eq!(kind(&ready.host("backup-gone", since, seen)), "dead");
-        let cut = read(Some(Ok(Nodes::of(&[
-            ("n1", true, None),
-            ("n2", false, None),
-        ]))));
+        let cut = read(Nodes::of(&[("n1", true, None), ("n2", false, None)]));
         let answer = cut.host("backup-gone", since, seen);
         assert_eq!(kind(&answer), "unknown", "{answer:?}");
         assert!(format!("{answer:?}").contains("node n2 is not Ready"));
@@ -1083,9 +1097,8 @@ mod tests {
 
     /// A reading of tenant b where `node` is a node's name.
     fn ready_with(node: &str, regex: &Regex, since: i64) -> Inventory {
-        let mut hosts = tenants(&[]);
-        hosts.nodes = Some(Ok(Nodes::of(&[(node, true, None)])));
-        Inventory::from_pods(hosts, regex.clone(), since + 10 * MINUTE, Some("b"))
+        Inventory::from_pods(tenants(&[]), regex.clone(), since + 10 * MINUTE, Some("b"))
+            .with_nodes(Ok(Arc::new(Nodes::of(&[(node, true, None)]))))
     }
 
     #[test]
@@ -1128,11 +1141,10 @@ mod tests {
     fn a_pod_seen_elsewhere_that_may_run_keeps_the_lock() {
         let since = parse_rfc3339(LOCK).expect("time");
         let seen = Some(since + MINUTE);
-        let mut hosts = tenants(&[]);
-        hosts.nodes = Some(Ok(Nodes::default()));
         let regex = Regex::new("^backup-").expect("regex");
-        let b = Inventory::from_pods(hosts, regex, since + 10 * MINUTE, Some("b"))
-            .with_recall(recall_elsewhere);
+        let b = Inventory::from_pods(tenants(&[]), regex, since + 10 * MINUTE, Some("b"))
+            .with_recall(recall_elsewhere)
+            .with_nodes(Ok(Arc::new(Nodes::default())));
         let answer = b.host("backup-shared", since, seen);
         assert_eq!(kind(&answer), "unknown", "{answer:?}");
         assert!(
@@ -1143,5 +1155,37 @@ mod tests {
         // b's own pod of that name Succeeded; z's may still run.
         let answer = b.host("backup-live", since, seen);
         assert_eq!(kind(&answer), "unknown", "{answer:?}");
+    }
+
+    #[test]
+    fn a_finished_pod_that_could_not_have_written_the_lock_does_not_free_it() {
+        let since = parse_rfc3339(LOCK).expect("time");
+        let seen = Some(since + MINUTE);
+        let finished = |started: &str, ended: &str| {
+            let mut p = pod(
+                "b",
+                "backup-x",
+                serde_json::json!({"containers": [{"name": "restic"}]}),
+                serde_json::json!({"containerStatuses": [{"name": "restic", "state":
+                    {"terminated": {"exitCode": 0, "finishedAt": ended}}}]}),
+            );
+            p["status"]["phase"] = serde_json::json!("Succeeded");
+            p["status"]["startTime"] = serde_json::json!(started);
+            let hosts = pods(vec![p], Default::default()).expect("pods");
+            let regex = Regex::new("^backup-").expect("regex");
+            let cut = Nodes::of(&[("n1", true, None), ("n2", false, None)]);
+            Inventory::from_pods(hosts, regex, since + 10 * MINUTE, Some("b"))
+                .with_nodes(Ok(Arc::new(cut)))
+        };
+        let writer = finished(BEFORE, "2026-11-30T12:05:00Z");
+        assert_eq!(kind(&writer.host("backup-x", since, seen)), "dead");
+        for (what, inv) in [
+            ("started after", finished(AFTER, "2026-11-30T12:40:00Z")),
+            ("ended before", finished(BEFORE, "2026-11-30T11:30:00Z")),
+        ] {
+            // The writer is another pod, never seen, and a node is cut off.
+            let answer = inv.host("backup-x", since, seen);
+            assert_eq!(kind(&answer), "unknown", "{what}: {answer:?}");
+        }
     }
 }

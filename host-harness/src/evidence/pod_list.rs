@@ -9,7 +9,6 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::time::parse_rfc3339;
@@ -29,6 +28,9 @@ pub struct HostRecord {
     /// The pod's uid (`None` in a plain list): one pod, not another of the
     /// same name.
     pub uid: Option<String>,
+    /// When its last container ended, when every container status says
+    /// terminated with a time (ns since the epoch, the kubelet's clock).
+    pub finished: Option<i64>,
 }
 
 /// The hosts of one reading by hostname, and the namespaces whose pods
@@ -39,9 +41,6 @@ pub struct Hosts {
     pub records: HashMap<String, Vec<HostRecord>>,
     /// Namespace -> why its pods are missing.
     pub failed: BTreeMap<String, String>,
-    /// The nodes listed with the pods of the Kubernetes API, or why they
-    /// could not be (`None` for a file's or a command's inventory).
-    pub nodes: Option<Result<super::nodes::Nodes, String>>,
 }
 
 #[derive(Deserialize)]
@@ -124,7 +123,13 @@ struct ContainerStatus {
 #[derive(Deserialize, Default)]
 struct ContainerState {
     running: Option<Running>,
-    terminated: Option<IgnoredAny>,
+    terminated: Option<Terminated>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Terminated {
+    finished_at: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -200,6 +205,7 @@ pub fn parse(text: &str) -> Result<HashMap<String, Vec<HostRecord>>, PodListErro
                     containers_started: None,
                     namespace: None,
                     uid: None,
+                    finished: None,
                 };
                 let key = host_key(&host.name).to_owned();
                 hosts.entry(key).or_default().push(record);
@@ -217,11 +223,7 @@ pub fn pods(items: Vec<Value>, failed: BTreeMap<String, String>) -> Result<Hosts
         let pod: Pod = serde_json::from_value(item).map_err(PodListError::Pod)?;
         pod.add_to(&mut records)?;
     }
-    Ok(Hosts {
-        records,
-        failed,
-        nodes: None,
-    })
+    Ok(Hosts { records, failed })
 }
 
 /// A pod as the pod watch follows it: who it is, where it runs, and what
@@ -365,7 +367,27 @@ impl Pod {
             containers_started: self.containers_started()?,
             namespace: self.metadata.namespace.clone(),
             uid: Some(self.metadata.uid.clone()).filter(|u| !u.is_empty()),
+            finished: self.finished()?,
         })
+    }
+
+    /// When its last container ended, when every container status says
+    /// terminated with a time.
+    fn finished(&self) -> Result<Option<i64>, PodListError> {
+        let status = &self.status;
+        let statuses = (status.container_statuses.iter())
+            .chain(&status.init_container_statuses)
+            .chain(&status.ephemeral_container_statuses);
+        let mut last: Option<i64> = None;
+        for container in statuses {
+            let ended = container.state.terminated.as_ref();
+            let at = ended.and_then(|t| t.finished_at.as_deref());
+            match time("a container's state.terminated.finishedAt", at)? {
+                Some(at) => last = Some(last.map_or(at, |l| l.max(at))),
+                None => return Ok(None),
+            }
+        }
+        Ok(last)
     }
 
     /// The earliest start of the containers restic could run in, when

@@ -15,8 +15,9 @@
 //! namespace, not of the cluster, and another namespace's pods (many,
 //! large, churning) cost its checks nothing.
 //!
-//! A listing of pods comes with a listing of the nodes, the fence of a pod
-//! that vanished while it may have run ([`super::nodes`]).
+//! The nodes, the fence of a pod that vanished while it may have run
+//! ([`super::nodes`]), are listed apart, at most once in [`NODES_FRESH`],
+//! for every judgment that needs them ([`nodes`]).
 //!
 //! It also keeps what the pod watch saw of each pod, by uid ([`observe`],
 //! [`super::incarnations`]), so that a later listing's silence about one
@@ -192,10 +193,7 @@ fn list(
     let records = list_pods(kubernetes, scope, timeout)
         .map_err(|e| e.to_string())
         .and_then(|listing| pods(listing.items, listing.failed).map_err(|e| e.to_string()))
-        .map(|mut hosts| {
-            hosts.nodes = Some(read_nodes(kubernetes, timeout));
-            Arc::new(hosts)
-        });
+        .map(Arc::new);
     let mut state = lock.lock().map_err(|_| POISONED.to_owned())?;
     state.forget_old(began);
     let slot = state.listings.entry(key).or_default();
@@ -224,15 +222,39 @@ fn record_end(state: &mut State, namespace: &str, at: i64) {
     }
 }
 
-/// The nodes, listed now (after the pods, so that a pod that vanished
-/// before the pods were listed vanished before the nodes were too), or why
-/// they could not be.
+/// A node listing serves the judgments of this long after it began; then
+/// the next lists the nodes anew.
+pub const NODES_FRESH: Duration = Duration::from_secs(5);
+
+/// The last node listing and when it began.
+type NodesListed = Option<(Result<Arc<Nodes>, String>, Instant)>;
+
+/// The nodes as listed at most [`NODES_FRESH`] ago (listed now through
+/// `kubernetes`, each request within `timeout`, when the last is older),
+/// or why they could not be. One listing at a time: the others wait for
+/// it and take it.
+pub fn nodes(kubernetes: &Connection, timeout: Duration) -> Result<Arc<Nodes>, String> {
+    static LAST: Mutex<NodesListed> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((nodes, began)) = last.as_ref()
+        && began.elapsed() < NODES_FRESH
+    {
+        return nodes.clone();
+    }
+    let began = Instant::now();
+    let listed = read_nodes(kubernetes, timeout).map(Arc::new);
+    *last = Some((listed.clone(), began));
+    listed
+}
+
+/// The nodes, listed now, or why they could not be.
 fn read_nodes(kubernetes: &Connection, timeout: Duration) -> Result<Nodes, String> {
+    let listed_at = now();
     let listing = list_nodes(kubernetes, timeout).map_err(|e| e.to_string())?;
     if let Some((_, why)) = listing.failed.first_key_value() {
         return Err(format!("the nodes could not be listed whole: {why}"));
     }
-    Nodes::from_items(listing.items).map_err(|e| e.to_string())
+    Nodes::from_items(listing.items, listed_at).map_err(|e| e.to_string())
 }
 
 /// Records what became of `pod`, as the pod watch saw it.
