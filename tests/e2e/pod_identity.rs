@@ -302,7 +302,7 @@ fn a_repository_named_from_three_namespaces_is_judged_by_the_pods_of_each() {
              "spec": {"sourcePVC": "db", "restic": {"repository": "db-restic"}}},
         ]}));
     }
-    let (failing, live) = ("volsync-src-db-k7x2b", "volsync-src-db-q8w2k");
+    let (failing, live) = ("volsync-src-db-h7k2w", "volsync-src-db-t7r4m");
     for (team, pod) in [(&teams[0], failing), (&teams[1], live)] {
         server.admin_apply(&mover(team, pod, "", json!({})));
         report(server, team, pod, true);
