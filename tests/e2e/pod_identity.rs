@@ -242,7 +242,7 @@ fn a_pods_end_frees_only_its_own_locks_and_a_vanished_pod_waits_for_its_node() {
         repo.lock_ids().contains(&locks[3]),
         "the running fqdn mover's lock was removed:\n{log}"
     );
-    assert!(log.contains("has not reported since"), "{log}");
+    assert!(log.contains("no longer exists"), "{log}");
     assert!(
         log.contains("reported since, after the pod's grace period"),
         "{log}"
