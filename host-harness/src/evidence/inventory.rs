@@ -374,7 +374,7 @@ impl Inventory {
         if let Some(blind) = self.blind_spots() {
             return Liveness::Unknown(format!("pod {shown} is not in the inventory, but {blind}"));
         }
-        if !observed.is_some_and(|observed| observed < reading.taken_at) {
+        if observed.is_none_or(|observed| observed >= reading.taken_at) {
             return Liveness::Unknown(format!(
                 "pod {shown} is not in the inventory, but the inventory was taken at {}, \
                  before lockwarden saw this lock, so its absence proves nothing",
