@@ -51,8 +51,10 @@ const ENDS: usize = 10_000;
 
 /// Two listings of one scope begin at least this far apart: under churn in
 /// a namespace, the checks its pods' ends bring share a listing instead of
-/// each starting one as soon as the last is done.
-const GAP: Duration = Duration::from_secs(1);
+/// each starting one as soon as the last is done. (A second here put a
+/// second on a pod's end to its lock's removal, measured: checks whose
+/// locks were seen just after a listing began wait for the next.)
+const GAP: Duration = Duration::from_millis(250);
 
 /// A namespace's listing that began longer ago than this (ns) is dropped
 /// when another finishes: no check waits that long for its own.
@@ -380,8 +382,8 @@ mod tests {
         let second = 1_000_000_000;
         assert_eq!(super::gap_left(0, 0), super::GAP);
         assert_eq!(
-            super::gap_left(0, second / 4),
-            super::GAP - std::time::Duration::from_millis(250)
+            super::gap_left(0, second / 10),
+            super::GAP - std::time::Duration::from_millis(100)
         );
         assert!(super::gap_left(0, 2 * second).is_zero());
         assert_eq!(
