@@ -48,16 +48,7 @@ fn a_deleted_mover_pods_lock_goes_at_once_and_a_never_seen_ones_stays() {
     });
     let dir = tempfile::tempdir().expect("temp dir");
     let addr = format!("127.0.0.1:{}", free_port());
-    let config = dir.path().join("watch.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir = \"{}\"\nmetrics_addr = \"{addr}\"\n[discover]\nvolsync = true\n\
-             namespaces = [\"{tenant}\"]\nevery = \"1s\"\ninterval = \"5m\"\ntimeout = \"10s\"\n",
-            dir.path().join("state").display()
-        ),
-    )
-    .expect("write watch.toml");
+    let config = discovery::volsync_config(dir.path(), &addr, &[&tenant], "5m", "");
     let kubeconfig = server.kubeconfig(dir.path(), KUBE_ADMIN_TOKEN);
     let watch = discovery::watch(dir.path(), &config, &kubeconfig, "lockwarden-0");
     let name = format!("{tenant}/ReplicationSource/db");

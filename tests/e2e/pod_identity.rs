@@ -139,17 +139,8 @@ fn a_pods_end_frees_only_its_own_locks_and_a_vanished_pod_waits_for_its_node() {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let addr = format!("127.0.0.1:{}", free_port());
-    let config = dir.path().join("watch.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir = \"{}\"\nmetrics_addr = \"{addr}\"\n[discover]\nvolsync = true\n\
-             namespaces = [\"{ns}\"]\nevery = \"1s\"\ninterval = \"2s\"\ntimeout = \"10s\"\n\
-             inventory_hosts = \"^volsync-src-\"\n",
-            dir.path().join("state").display()
-        ),
-    )
-    .expect("write watch.toml");
+    let prefix = "inventory_hosts = \"^volsync-src-\"";
+    let config = discovery::volsync_config(dir.path(), &addr, &[&ns], "2s", prefix);
     let kubeconfig = server.kubeconfig(dir.path(), KUBE_ADMIN_TOKEN);
     let watch = discovery::watch(dir.path(), &config, &kubeconfig, "lockwarden-0");
     // The watch has seen the first `again` end; it goes, and a pod of
@@ -310,18 +301,8 @@ fn a_repository_named_from_three_namespaces_is_judged_by_the_pods_of_each() {
     let (failing_lock, live_lock) = (hold(&repo, failing, 1), hold(&repo, live, 1));
     let dir = tempfile::tempdir().expect("temp dir");
     let addr = format!("127.0.0.1:{}", free_port());
-    let config = dir.path().join("watch.toml");
-    let quoted: Vec<String> = teams.iter().map(|t| format!("\"{t}\"")).collect();
-    std::fs::write(
-        &config,
-        format!(
-            "state_dir = \"{}\"\nmetrics_addr = \"{addr}\"\n[discover]\nvolsync = true\n\
-             namespaces = [{}]\nevery = \"1s\"\ninterval = \"2s\"\ntimeout = \"10s\"\n",
-            dir.path().join("state").display(),
-            quoted.join(", ")
-        ),
-    )
-    .expect("write watch.toml");
+    let names: Vec<&str> = teams.iter().map(String::as_str).collect();
+    let config = discovery::volsync_config(dir.path(), &addr, &names, "2s", "");
     let kubeconfig = server.kubeconfig(dir.path(), KUBE_ADMIN_TOKEN);
     let printed = lockwarden_tests::lockwarden(&dir.path().join("cache"))
         .args(["discover", "--config"])

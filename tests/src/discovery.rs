@@ -36,6 +36,31 @@ pub fn discover_config_with(dir: &Path, extra: &str, discover: &str) -> PathBuf 
     path
 }
 
+/// A watch.toml in `dir` discovering VolSync's objects of `namespaces`,
+/// serving metrics on `metrics_addr`, each repository checked every
+/// `interval`, with `extra` lines in its `[discover]` table.
+pub fn volsync_config(
+    dir: &Path,
+    metrics_addr: &str,
+    namespaces: &[&str],
+    interval: &str,
+    extra: &str,
+) -> PathBuf {
+    let quoted: Vec<String> = namespaces.iter().map(|ns| format!("\"{ns}\"")).collect();
+    let path = dir.join("watch.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "state_dir = \"{}\"\nmetrics_addr = \"{metrics_addr}\"\n[discover]\nvolsync = true\n\
+             namespaces = [{}]\nevery = \"1s\"\ninterval = \"{interval}\"\ntimeout = \"10s\"\n{extra}\n",
+            dir.join("state").display(),
+            quoted.join(", ")
+        ),
+    )
+    .expect("write watch.toml");
+    path
+}
+
 /// [`discover_config_with`] for VolSync alone.
 pub fn discover_config(dir: &Path, extra: &str) -> PathBuf {
     discover_config_with(dir, extra, "volsync = true")
