@@ -26,8 +26,8 @@
 //!
 //! The order that makes this hold: the pod vanishes (lockwarden's clock,
 //! when the watch saw it or a listing missed it), and the nodes are listed
-//! afresh for each judgment ([`super::shared_pods::nodes`], at most
-//! [`super::shared_pods::NODES_FRESH`] old), so a node absent from that
+//! afresh for each judgment that needs them ([`super::shared_pods::nodes`],
+//! at most [`super::shared_pods::NODES_FRESH`] old), so a node absent from that
 //! listing was deleted and runs nothing; a heartbeat is the kubelet's own
 //! clock, compared with the vanishing within [`CLOCKS`].
 //!

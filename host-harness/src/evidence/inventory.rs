@@ -30,7 +30,7 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use regex::Regex;
@@ -84,8 +84,11 @@ pub struct Inventory {
     /// ([`Inventory::host`]).
     recall: Option<Recall>,
     /// For a reading of the Kubernetes API: the nodes, listed afresh
-    /// ([`shared_pods::nodes`]), or why they could not be.
-    nodes: Option<Result<Arc<Nodes>, String>>,
+    /// ([`shared_pods::nodes`]) when a judgment first needs them (a
+    /// running pod's lock needs none), or why they could not be.
+    nodes: OnceLock<Result<Arc<Nodes>, String>>,
+    /// Where and within what the nodes are read, for the API's pods.
+    node_reader: Option<(Connection, Duration)>,
 }
 
 #[derive(Debug)]
@@ -125,8 +128,11 @@ impl Inventory {
                     }
                 };
                 let inventory = Inventory::new(records, hosts, namespaces.clone());
-                let nodes = shared_pods::nodes(kubernetes, timeout);
-                return inventory.with_recall(shared_pods::recall).with_nodes(nodes);
+                let inventory = Inventory {
+                    node_reader: Some((kubernetes.clone(), timeout)),
+                    ..inventory
+                };
+                return inventory.with_recall(shared_pods::recall);
             }
         };
         Inventory::new(records, hosts, scope)
@@ -141,12 +147,26 @@ impl Inventory {
         }
     }
 
-    /// This inventory, with the nodes as `nodes` says.
+    /// This inventory, with the nodes as `nodes` says (for tests).
+    #[cfg(test)]
     fn with_nodes(self, nodes: Result<Arc<Nodes>, String>) -> Inventory {
         Inventory {
-            nodes: Some(nodes),
+            nodes: OnceLock::from(nodes),
             ..self
         }
+    }
+
+    /// The nodes, read now if not yet (`None`: an inventory that says
+    /// nothing of nodes, a file's or a command's).
+    fn nodes(&self) -> fence::NodesRead<'_> {
+        if let Some(read) = self.nodes.get() {
+            return Some(read);
+        }
+        let (kubernetes, timeout) = self.node_reader.as_ref()?;
+        Some(
+            self.nodes
+                .get_or_init(|| shared_pods::nodes(kubernetes, *timeout)),
+        )
     }
 
     /// An inventory of `records` (and when they were taken) for `hosts`,
@@ -172,7 +192,8 @@ impl Inventory {
             scope,
             reading,
             recall: None,
-            nodes: None,
+            nodes: OnceLock::new(),
+            node_reader: None,
         }
     }
 
@@ -270,14 +291,6 @@ impl Inventory {
                 return Liveness::Unknown(format!("the host inventory failed: {problem}"));
             }
         };
-        if let Some(Ok(nodes)) = &self.nodes
-            && nodes.is_node(hostname)
-        {
-            return Liveness::Unknown(format!(
-                "host {shown} is a node's name: restic in a pod on the node's network \
-                 (hostNetwork) writes it"
-            ));
-        }
         let key = host_key(hostname);
         let listed = reading.listed(key, self.scope.as_deref());
         let (mut dead, mut replaced) = (Vec::new(), None);
@@ -298,12 +311,38 @@ impl Inventory {
             (Some(why), true) => Liveness::Dead(why.clone()),
             _ => self.absent(&shown, reading, observed, &recalled, replaced),
         };
-        match (&verdict, self.elsewhere(key, since, reading)) {
-            (Liveness::Dead(_), Err(why)) => Liveness::Unknown(format!(
-                "the pods that may hold {shown} here ended, but {why}"
-            )),
-            _ => verdict,
+        self.confirmed(verdict, hostname, since, reading)
+    }
+
+    /// `verdict` for `hostname`'s lock dated `since`, a `dead` one kept
+    /// only when no pod seen elsewhere may hold the lock
+    /// ([`Inventory::elsewhere`]) and the hostname is not a node's (restic
+    /// in a pod on the node's network, `hostNetwork`, writes that).
+    fn confirmed(
+        &self,
+        verdict: Liveness,
+        hostname: &str,
+        since: i64,
+        reading: &Reading,
+    ) -> Liveness {
+        if !matches!(verdict, Liveness::Dead(_)) {
+            return verdict;
         }
+        let shown = crate::text::escape(hostname);
+        if let Err(why) = self.elsewhere(host_key(hostname), since, reading) {
+            return Liveness::Unknown(format!(
+                "the pods that may hold {shown} here ended, but {why}"
+            ));
+        }
+        if let Some(Ok(nodes)) = self.nodes()
+            && nodes.is_node(hostname)
+        {
+            return Liveness::Unknown(format!(
+                "host {shown} is a node's name: restic in a pod on the node's network \
+                 (hostNetwork) writes it"
+            ));
+        }
+        verdict
     }
 }
 
@@ -318,7 +357,7 @@ impl Inventory {
         let (Some(recall), Some(scope)) = (self.recall, &self.scope) else {
             return Ok(());
         };
-        let nodes = self.nodes.as_ref();
+        let nodes = self.nodes();
         for pod in recall(None, key, since) {
             if scope.contains(&pod.namespace) {
                 continue;
@@ -381,7 +420,7 @@ impl Inventory {
                 format_rfc3339(reading.taken_at)
             ));
         }
-        let nodes = self.nodes.as_ref();
+        let nodes = self.nodes();
         if !recalled.is_empty() {
             let gone: Result<Vec<String>, String> = (recalled.iter())
                 .map(|pod| fence::gone(pod, reading.taken_at, nodes))
