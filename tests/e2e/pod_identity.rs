@@ -107,13 +107,7 @@ fn a_pods_end_frees_only_its_own_locks_and_a_vanished_pod_waits_for_its_node() {
         heartbeat(server, name);
     }
     let repo = Store::S3.new_bucket().init_repo("db");
-    server.admin_apply(&json!({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-restic", "namespace": ns},
-         "stringData": discovery::volsync_secret_data(&repo)},
-        {"apiVersion": "volsync.backube/v1alpha1", "kind": "ReplicationSource",
-         "metadata": {"name": "db", "namespace": ns},
-         "spec": {"sourcePVC": "db", "restic": {"repository": "db-restic"}}},
-    ]}));
+    server.admin_apply(&discovery::volsync_source(&ns, &repo));
     let (failed, cut, again, fqdn) = (
         "volsync-src-db-oom01",
         "volsync-src-db-cut01",
@@ -285,13 +279,7 @@ fn a_repository_named_from_three_namespaces_is_judged_by_the_pods_of_each() {
     }
     let repo = Store::S3.new_bucket().init_repo("shared");
     for team in &teams {
-        server.admin_apply(&json!({"apiVersion": "v1", "kind": "List", "items": [
-            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-restic", "namespace": team},
-             "stringData": discovery::volsync_secret_data(&repo)},
-            {"apiVersion": "volsync.backube/v1alpha1", "kind": "ReplicationSource",
-             "metadata": {"name": "db", "namespace": team},
-             "spec": {"sourcePVC": "db", "restic": {"repository": "db-restic"}}},
-        ]}));
+        server.admin_apply(&discovery::volsync_source(team, &repo));
     }
     let (failing, live) = ("volsync-src-db-h7k2w", "volsync-src-db-t7r4m");
     for (team, pod) in [(&teams[0], failing), (&teams[1], live)] {

@@ -130,6 +130,18 @@ pub fn pod_in(namespace: &str, name: &str) -> Value {
                       "containerStatuses": [{"name": "restic", "state": {"running": {"startedAt": started}}}]}})
 }
 
+/// A VolSync ReplicationSource `db` in `namespace` and its Secret
+/// `db-restic`, naming `repo`, as one List to apply.
+pub fn volsync_source(namespace: &str, repo: &crate::restic::TestRepo) -> Value {
+    json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-restic", "namespace": namespace},
+         "stringData": volsync_secret_data(repo)},
+        {"apiVersion": "volsync.backube/v1alpha1", "kind": "ReplicationSource",
+         "metadata": {"name": "db", "namespace": namespace},
+         "spec": {"sourcePVC": "db", "restic": {"repository": "db-restic"}}},
+    ]})
+}
+
 /// The data of a VolSync repository Secret for `repo` (`stringData`): its
 /// storage variables, `RESTIC_REPOSITORY` and `RESTIC_PASSWORD`.
 pub fn volsync_secret_data(repo: &crate::restic::TestRepo) -> Value {

@@ -102,32 +102,16 @@ impl Discovered {
     /// What makes two of them the same restic repository, whoever reaches
     /// it how: its location and password, as one digest.
     fn repository(&self) -> [u8; 32] {
-        use sha2::{Digest, Sha256};
-        let mut digest = Sha256::new();
-        for part in [self.location.as_bytes(), self.password.as_bytes()] {
-            digest.update((part.len() as u64).to_le_bytes());
-            digest.update(part);
-        }
-        digest.finalize().into()
+        digest([self.location.as_bytes(), self.password.as_bytes()])
     }
 
     /// What makes two of them one repository: the location and every
     /// credential, as one digest (nothing secret leaves this function).
     fn identity(&self) -> [u8; 32] {
-        use sha2::{Digest, Sha256};
-        let mut digest = Sha256::new();
-        let mut add = |part: &[u8]| {
-            digest.update((part.len() as u64).to_le_bytes());
-            digest.update(part);
-        };
-        add(self.location.as_bytes());
-        add(self.password.as_bytes());
-        for (name, value) in &self.variables {
-            add(name.as_bytes());
-            add(value.as_bytes());
-        }
-        add(&self.tls.identity());
-        digest.finalize().into()
+        let tls = self.tls.identity();
+        let variables = (self.variables.iter()).flat_map(|(n, v)| [n.as_bytes(), v.as_bytes()]);
+        let parts = [self.location.as_bytes(), self.password.as_bytes()];
+        digest(parts.into_iter().chain(variables).chain([tls.as_slice()]))
     }
 
     /// Its name: `namespace/Kind/name`, and `/part` when it has one.
@@ -282,6 +266,17 @@ impl Discovery {
         );
         Unusable::new(found.name(), found.owner, why)
     }
+}
+
+/// `parts`, each with its length, as one SHA-256 digest.
+fn digest<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    for part in parts {
+        digest.update((part.len() as u64).to_le_bytes());
+        digest.update(part);
+    }
+    digest.finalize().into()
 }
 
 /// The namespaces of the objects naming each repository (its location and
